@@ -1,0 +1,176 @@
+"""`recon`: a thin command line over the library. Every command has help and an example."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import tempfile
+from datetime import date
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="GPU billing reconciliation: Kubernetes lifecycle vs Runpod/FOCUS bills.")
+console = Console()
+err = Console(stderr=True)
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.ERROR,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+def _day(s: Optional[str]) -> Optional[date]:
+    return date.fromisoformat(s) if s else None
+
+
+def print_summary(res) -> None:
+    t = Table(title="Reconciliation summary (USD)", title_justify="left")
+    for c in ("day", "billed", "busy", "startup", "tail", "lingering storage", "network volume",
+              "serverless idle", "idle gap + unobserved", "findings", "at stake"):
+        t.add_column(c, justify="right" if c != "day" else "left")
+    for d in res.days:
+        t.add_row(str(d["day"]), str(d["billed"]), str(d["busy"]), str(d["startup"]), str(d["tail"]),
+                  str(d["lingering_storage"]), str(d["network_volume"]), str(d["serverless_idle"]),
+                  str(d["idle_unobserved"]), str(d["findings"]), str(d["at_stake"]))
+    console.print(t)
+    console.print(
+        f"Input: {len(res.files)} files, {res.records_in} records: {res.loaded} loaded, "
+        f"{res.quarantined} quarantined at load, {res.staging_quarantined} quarantined in staging, "
+        f"{res.skipped} skipped (not billing data)."
+    )
+    for f in res.files:
+        if f.quarantined:
+            err.print(f"[yellow]{f.path}: {f.quarantined} record(s) quarantined "
+                      f"(see `recon quarantine`)[/yellow]")
+
+
+@app.command()
+def simulate(out: Path = typer.Option(..., help="Folder to write"),
+             seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2,
+             scale: float = typer.Option(1.0, help="Multiplies jobs per session and serverless load"),
+             start: str = typer.Option("2026-06-01", help="First UTC day")):
+    """Write a realistic input folder plus expected/ground_truth.json.
+
+    Example: recon simulate --out /tmp/sim --days 3 --nodes 8 --seed 1
+    """
+    from .simulate import simulate as sim
+
+    r = sim(out, seed=seed, days=days, nodes=nodes, endpoints=endpoints, scale=scale,
+            start_day=date.fromisoformat(start))
+    console.print(f"Wrote {r['files']} input files to {out} (config: {out}/recon.toml, "
+                  f"ground truth: {out}/expected/ground_truth.json)")
+
+
+@app.command("run")
+def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input files (any layout)"),
+            db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to write"),
+            config: Optional[Path] = typer.Option(None, help="recon TOML (default: INPUT/recon.toml)"),
+            day_from: Optional[str] = typer.Option(None, "--from", help="First UTC day (YYYY-MM-DD)"),
+            day_to: Optional[str] = typer.Option(None, "--to", help="Last UTC day, inclusive"),
+            verbose: bool = typer.Option(False, "-v", help="Log every quarantined record")):
+    """Load every file of a folder, build the marts, print the summary.
+
+    Example: recon run --input /data/landing --db data/recon.duckdb --from 2026-06-01 --to 2026-06-01
+    """
+    from .pipeline import run
+
+    _logging(verbose)
+    try:
+        res = run(input, db, config, _day(day_from), _day(day_to),
+                  progress=lambda i, n, name: err.print(f"[dim]loaded {i}/{n} {name}[/dim]")
+                  if n > 20 and i % max(1, n // 10) == 0 else None)
+    except (FileNotFoundError, ValueError) as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    print_summary(res)
+    console.print(f"Warehouse: {res.db}. Next: recon query --db {res.db} "
+                  f"\"select * from marts.findings order by amount_at_stake desc\"")
+
+
+@app.command()
+def demo(db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to write"),
+         days: int = 2, nodes: int = 4, seed: int = 7):
+    """Simulate a small fleet into a temporary folder, reconcile it, print the summary.
+
+    Example: recon demo
+    """
+    from .pipeline import run
+    from .simulate import simulate as sim
+
+    _logging(False)
+    with tempfile.TemporaryDirectory(prefix="recon-demo-") as tmp:
+        sim(tmp, seed=seed, days=days, nodes=nodes)
+        if db.exists():
+            db.unlink()
+        res = run(tmp, db)
+    print_summary(res)
+    console.print(f"\nWarehouse written to {db}. Try:\n"
+                  f"  uv run recon query --db {db} \"select code, resource_id, day, amount_at_stake, "
+                  f"message from marts.findings order by amount_at_stake desc\"")
+
+
+@app.command()
+def query(sql: str = typer.Argument(..., help="SQL to run (read-only)"),
+          db: Path = typer.Option(Path("data/recon.duckdb")),
+          format: str = typer.Option("table", help="table | csv | json")):
+    """Run ad-hoc SQL against the warehouse, opened read-only.
+
+    Example: recon query "select * from marts.resource_day limit 5"
+    """
+    from .warehouse import connect
+
+    if not db.exists():
+        err.print(f"[red]error:[/red] {db} does not exist; run `recon run` or `recon demo` first")
+        raise typer.Exit(2)
+    con = connect(db, read_only=True)
+    try:
+        rel = con.sql(sql)
+    except Exception as e:  # duckdb errors carry the SQL position
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    if rel is None:
+        return
+    df = rel.pl()
+    if format == "csv":
+        sys.stdout.write(df.write_csv())
+    elif format == "json":
+        sys.stdout.write(df.write_json())
+    else:
+        t = Table()
+        for c in df.columns:
+            t.add_column(c)
+        for row in df.iter_rows():
+            t.add_row(*["" if v is None else str(v) for v in row])
+        console.print(t)
+
+
+@app.command()
+def quarantine(db: Path = typer.Option(Path("data/recon.duckdb")), limit: int = 50):
+    """List quarantined records: file, locator (line/record), reason.
+
+    Example: recon quarantine --limit 20
+    """
+    from .warehouse import connect
+
+    con = connect(db, read_only=True)
+    rows = con.execute(
+        "select source_file, locator, reason from raw.quarantine union all "
+        "select source_file, locator, reason from staging.quarantine "
+        "order by 1, 2 limit ?", [limit]).fetchall()
+    t = Table("file", "where", "reason")
+    for r in rows:
+        t.add_row(*[str(x) for x in r])
+    console.print(t)
+
+
+def main():
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Configuration: thresholds, mapping and the rate card, read from a TOML file.
+
+Every threshold has a documented default (README, "Configuration"). Rates have NO defaults:
+prices come from the user's own quote or invoice, or from the bill and inventory themselves.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields
+from decimal import Decimal
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    # KEDA's documented default cooldownPeriod; a ScaledObject in the input overrides it.
+    keda_cooldown_seconds: int = 300
+    # Node drain + provider stop after the cooldown (cluster-autoscaler/Karpenter scale-down).
+    scale_down_grace_seconds: int = 60
+    # Extra slack before BILLED_AFTER_EXIT fires.
+    tail_tolerance_seconds: int = 60
+    # Storage billed while no compute runs for longer than this raises STORAGE_LINGERING.
+    storage_lingering_age_seconds: int = 3600
+    # Runpod's default serverless idle timeout; an endpoint's own idleTimeout overrides it.
+    serverless_idle_timeout_seconds: int = 5
+    # Per worker session: slack before SERVERLESS_IDLE_EXCESS fires.
+    serverless_idle_tolerance_seconds: int = 2
+    # Billed compute with no workload raises BILLED_WITHOUT_ACTIVITY above this many seconds.
+    billed_without_activity_min_seconds: int = 300
+    # A provider "per month" storage price is per this many hours (cloud convention).
+    hours_per_month: int = 730
+
+
+@dataclass(frozen=True)
+class Mapping:
+    node_label: str = "runpod.io/pod-id"
+    provider_id_prefix: str = "runpod://"
+    use_node_name: bool = True
+    team_label: str = "team"
+
+
+@dataclass(frozen=True)
+class Rates:
+    """USD. Empty by default on purpose: a missing rate is reported, never assumed."""
+
+    gpu_per_hour: dict[str, Decimal] = field(default_factory=dict)  # per GPU, by gpu type id
+    pod_per_hour: dict[str, Decimal] = field(default_factory=dict)  # whole pod, by pod id
+    serverless_per_second: dict[str, Decimal] = field(default_factory=dict)  # by endpoint id
+    disk_running_per_gb_month: Decimal | None = None
+    volume_stopped_per_gb_month: Decimal | None = None
+    network_volume_per_gb_month: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    mapping: Mapping = field(default_factory=Mapping)
+    rates: Rates = field(default_factory=Rates)
+    source: str | None = None
+
+
+def _dec(v) -> Decimal:
+    return Decimal(str(v))
+
+
+def _section(cls, data: dict, where: str):
+    known = {f.name for f in fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+    return cls(**data)
+
+
+def load_config(path: str | Path | None) -> Config:
+    """Read a recon TOML file; None gives the defaults (and an empty rate card)."""
+    if path is None:
+        return Config()
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{p}: not valid TOML: {e}") from None
+    th = _section(Thresholds, data.get("thresholds", {}), f"{p} [thresholds]")
+    mp = _section(Mapping, data.get("mapping", {}), f"{p} [mapping]")
+    r = data.get("rates", {})
+    rates = Rates(
+        gpu_per_hour={k: _dec(v) for k, v in r.get("gpu_per_hour", {}).items()},
+        pod_per_hour={k: _dec(v) for k, v in r.get("pod_per_hour", {}).items()},
+        serverless_per_second={k: _dec(v) for k, v in r.get("serverless_per_second", {}).items()},
+        disk_running_per_gb_month=_dec(r["disk_running_per_gb_month"])
+        if "disk_running_per_gb_month" in r else None,
+        volume_stopped_per_gb_month=_dec(r["volume_stopped_per_gb_month"])
+        if "volume_stopped_per_gb_month" in r else None,
+        network_volume_per_gb_month=_dec(r["network_volume_per_gb_month"])
+        if "network_volume_per_gb_month" in r else None,
+    )
+    return Config(thresholds=th, mapping=mp, rates=rates, source=str(p))
+
+
+def is_config_file(path: Path) -> bool:
+    """A file in an input folder that is a recon config rather than input data."""
+    return path.suffix == ".toml"

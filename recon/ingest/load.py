@@ -1,0 +1,289 @@
+"""Land every file of an input folder into DuckDB `raw` tables, or quarantine it with a reason.
+
+Each input record ends in exactly one place: a raw table, `raw.quarantine` (with file, locator,
+reason and the record itself), or is counted as `skipped` with a reason (watch BOOKMARKs, the
+simulator's ground truth, config files). `raw.files` keeps the per-file accounting.
+Reloading a file replaces its rows (idempotent); an unchanged file (same sha256) is skipped.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+
+from .classify import (
+    INVENTORY_KEYS, WATCH_TYPES, BadRecord, billing_source, check_amounts, doc_kind, require,
+)
+
+log = logging.getLogger(__name__)
+
+TABLES = {
+    "k8s_objects": ["cluster", "event_type", "kind", "uid", "resource_version", "seen_at"],
+    "runpod_billing": ["source", "pulled_at"],
+    "runpod_inventory": ["inventory_kind", "endpoint_id", "pulled_at"],
+    "serverless_jobs": [],
+}
+COMMON = ["source_file", "record_no", "locator"]
+AMOUNT_KEYS = ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount", "feeAmount", "amount",
+               "standardAmount", "highPerformanceAmount", "timeBilledMs")
+CLUSTER_RE = re.compile(r"cluster=([^/\\]+)")
+
+
+@dataclass
+class FileResult:
+    path: str
+    kind: str = "unknown"
+    records_in: int = 0
+    loaded: int = 0
+    quarantined: int = 0
+    skipped: int = 0
+    skip_reason: str | None = None
+    unchanged: bool = False
+    rows: dict = field(default_factory=lambda: {t: [] for t in TABLES})
+    bad: list = field(default_factory=list)
+
+    def add(self, table: str, locator: str, record_no: int, doc, **cols) -> None:
+        self.records_in += 1
+        self.loaded += 1
+        self.rows[table].append({"record_no": record_no, "locator": locator,
+                                 "doc": orjson.dumps(doc).decode(), **cols})
+
+    def quarantine(self, locator: str, record_no: int, reason: str, record) -> None:
+        self.records_in += 1
+        self.quarantined += 1
+        text = record if isinstance(record, str) else orjson.dumps(record).decode()
+        self.bad.append({"record_no": record_no, "locator": locator, "reason": reason,
+                         "record": text[:100_000]})
+        log.warning("%s %s: %s", self.path, locator, reason)
+
+    def skip(self, reason: str) -> None:
+        self.records_in += 1
+        self.skipped += 1
+        self.skip_reason = reason
+
+
+def _cluster_of(path: str, line_cluster) -> str:
+    if isinstance(line_cluster, str) and line_cluster:
+        return line_cluster
+    m = CLUSTER_RE.search(path)
+    return m.group(1) if m else "default"
+
+
+def _k8s(res: FileResult, obj, locator: str, n: int, event_type: str, cluster: str, seen_at=None):
+    if not isinstance(obj, dict):
+        raise BadRecord("object is not a JSON object")
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        raise BadRecord("object has no metadata")
+    kind = obj.get("kind")
+    uid = meta.get("uid")
+    if not kind or not uid:
+        raise BadRecord("object lacks kind or metadata.uid")
+    res.add("k8s_objects", locator, n, obj, cluster=cluster, event_type=event_type, kind=kind,
+            uid=str(uid), resource_version=str(meta.get("resourceVersion") or ""),
+            seen_at=seen_at if isinstance(seen_at, str) else None)
+
+
+def _sub(locator: str, part: str) -> str:
+    return f"{locator} {part}".strip()
+
+
+def _one(res: FileResult, doc, locator: str, n: int) -> None:
+    """Route one document (a JSONL line, a whole file, or one item of a list)."""
+    kind = doc_kind(doc)
+    if kind == "k8s_watch_event":
+        t = doc.get("type")
+        if t == "BOOKMARK":
+            return res.skip("watch BOOKMARK (carries only a resourceVersion)")
+        if t == "ERROR":
+            obj = doc.get("object") or {}
+            raise BadRecord(f"watch ERROR event: {obj.get('code')} {obj.get('reason')}")
+        if t not in WATCH_TYPES:
+            raise BadRecord(f"unknown watch event type {t!r}")
+        _k8s(res, doc["object"], locator, n, t, _cluster_of(res.path, doc.get("cluster")),
+             doc.get("seenAt"))
+    elif kind == "k8s_object":
+        _k8s(res, doc, locator, n, "LISTED", _cluster_of(res.path, None))
+    elif kind == "k8s_list":
+        for i, item in enumerate(doc["items"]):
+            _guard(res, lambda it=item, i=i: _k8s(res, it, _sub(locator, f"items[{i}]"), i, "LISTED",
+                                                   _cluster_of(res.path, None)),
+                   _sub(locator, f"items[{i}]"), i, item)
+    elif kind == "runpod_billing":
+        src = billing_source(doc)
+        pulled = (doc.get("x_recon") or {}).get("pulledAt")
+        for i, rec in enumerate(doc["records"]):
+            def one(rec=rec, i=i):
+                if not isinstance(rec, dict):
+                    raise BadRecord("billing record is not a JSON object")
+                require(rec, "startTime", "endTime")
+                check_amounts(rec, AMOUNT_KEYS)
+                res.add("runpod_billing", _sub(locator, f"records[{i}]"), i, rec, source=src,
+                        pulled_at=pulled)
+            _guard(res, one, _sub(locator, f"records[{i}]"), i, rec)
+    elif kind == "runpod_v1_billing":
+        for i, rec in enumerate(doc):
+            def one(rec=rec, i=i):
+                require(rec, "time", "timeBilledMs")
+                if not (rec.get("podId") or rec.get("endpointId")):
+                    raise BadRecord("v1 billing record has neither podId nor endpointId")
+                check_amounts(rec, AMOUNT_KEYS)
+                res.add("runpod_billing", _sub(locator, f"[{i}]"), i, rec,
+                        source="v1_pods" if rec.get("podId") else "v1_serverless", pulled_at=None)
+            _guard(res, one, _sub(locator, f"[{i}]"), i, rec)
+    elif kind in ("runpod_inventory", "runpod_workers"):
+        xr = doc.get("x_recon") or {}
+        if kind == "runpod_workers":
+            key, inv, ep = "workers", "workers", xr.get("endpointId")
+            if not ep:
+                raise BadRecord("workers snapshot without x_recon.endpointId (the API response "
+                                "does not name its endpoint)")
+        else:
+            key = next(k for k in INVENTORY_KEYS if isinstance(doc.get(k), list))
+            inv, ep = INVENTORY_KEYS[key], None
+        for i, item in enumerate(doc[key]):
+            def one(item=item, i=i):
+                if not isinstance(item, dict) or not item.get("id"):
+                    raise BadRecord(f"{key}[{i}] has no id")
+                res.add("runpod_inventory", _sub(locator, f"{key}[{i}]"), i, item, inventory_kind=inv,
+                        endpoint_id=ep, pulled_at=xr.get("pulledAt"))
+            _guard(res, one, _sub(locator, f"{key}[{i}]"), i, item)
+    elif kind == "serverless_job":
+        require(doc, "id", "endpointId", "completedAt")
+        check_amounts(doc, ("delayTime", "executionTime"))
+        res.add("serverless_jobs", locator, n, doc)
+    elif kind == "ground_truth":
+        res.skip("simulator ground truth, not an input")
+    elif kind == "empty_array":
+        res.skip("empty JSON array")
+    else:
+        raise BadRecord("not a recognised input record (expected a Kubernetes object/list/watch "
+                        "event, a Runpod v1/v2 billing or inventory response, or a job record)")
+
+
+def _guard(res: FileResult, fn, locator: str, n: int, record) -> None:
+    try:
+        fn()
+    except BadRecord as e:
+        res.quarantine(locator, n, str(e), record)
+
+
+def _open_bytes(path: Path) -> bytes:
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data
+
+
+def _concatenated(text: str):
+    """kubectl --watch -o json: pretty-printed JSON documents one after another."""
+    dec = json.JSONDecoder()
+    i, n = 0, len(text)
+    k = 0
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            return
+        k += 1
+        try:
+            doc, j = dec.raw_decode(text, i)
+        except json.JSONDecodeError as e:
+            line = text.count("\n", 0, i) + 1
+            yield k, line, None, f"invalid JSON in document {k} (starting line {line}): {e.msg}"
+            return
+        yield k, text.count("\n", 0, i) + 1, doc, None
+        i = j
+
+
+def read_file(path: Path, display: str) -> FileResult:
+    res = FileResult(path=display)
+    data = _open_bytes(path)
+    stripped = data.lstrip()
+    if not stripped:
+        res.kind = "empty"
+        res.quarantine("file", 0, "empty file", "")
+        return res
+    # Whole-document JSON first (a List, an envelope, a v1 array, an inventory response);
+    # JSON Lines and kubectl's concatenated output fail fast at their second document.
+    try:
+        whole = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        whole = None
+    if whole is not None:
+        res.kind = doc_kind(whole)
+        loc = "line 1 " if res.kind in ("k8s_watch_event", "serverless_job") else ""
+        _guard(res, lambda: _one(res, whole, loc, 1 if loc else 0), loc.strip() or "file",
+               1 if loc else 0, whole)
+        return res
+    lines = data.split(b"\n")
+    first = next((ln for ln in lines if ln.strip()), b"")
+    try:
+        orjson.loads(first)
+        jsonl = True
+    except orjson.JSONDecodeError:
+        jsonl = False
+    if jsonl:
+        res.kind = "jsonl"
+        last = len(lines)
+        for no, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            try:
+                doc = orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                partial = no == last and not data.endswith(b"\n")
+                why = ("truncated last line (file still being written?)" if partial
+                       else f"invalid JSON: {e}")
+                res.quarantine(f"line {no}", no, why, raw.decode("utf-8", "replace"))
+                continue
+            _guard(res, lambda d=doc, no=no: _one(res, d, f"line {no}", no), f"line {no}", no, doc)
+        return res
+    text = data.decode("utf-8", "replace")
+    if stripped[:1] == b"{":
+        res.kind = "concatenated_json"
+        for k, line, doc, err in _concatenated(text):
+            loc = f"document {k} (line {line})"
+            if err:
+                res.quarantine(loc, line, err, text[:2000])
+                break
+            _guard(res, lambda d=doc, loc=loc, line=line: _one(res, d, loc, line), loc, line,
+                   doc)
+        return res
+    res.kind = "unknown"
+    first_line = text.splitlines()[0][:200] if text else ""
+    res.quarantine("file", 0, "not JSON, JSON Lines or a recognised format", first_line)
+    return res
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def arrow_rows(res: FileResult, table: str) -> pa.Table:
+    cols = COMMON + TABLES[table] + ["doc"]
+    rows = res.rows[table]
+    data = {c: [r.get(c) for r in rows] for c in cols}
+    data["source_file"] = [res.path] * len(rows)
+    schema = pa.schema([(c, pa.int64() if c == "record_no" else pa.string()) for c in cols])
+    return pa.table(data, schema=schema)
+
+
+def arrow_bad(res: FileResult) -> pa.Table:
+    cols = ["source_file", "record_no", "locator", "reason", "record"]
+    data = {c: [b.get(c) for b in res.bad] for c in cols}
+    data["source_file"] = [res.path] * len(res.bad)
+    schema = pa.schema([(c, pa.int64() if c == "record_no" else pa.string()) for c in cols])
+    return pa.table(data, schema=schema)

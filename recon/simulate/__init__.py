@@ -1,0 +1,56 @@
+"""`recon simulate`: a realistic input folder plus the ground truth the reconciliation must find.
+
+Same seed, same bytes. Sample rates are written to the folder's recon.toml, labelled as such.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import date
+from pathlib import Path
+
+from ..config import Thresholds
+from .emit_k8s import RV, write_k8s
+from .emit_runpod import write_runpod
+from .truth import ground_truth
+from .world import (
+    HOURS_PER_MONTH, SAMPLE_DISK_RUNNING_GB_MONTH, SAMPLE_GPU_PER_HOUR,
+    SAMPLE_NETWORK_VOLUME_GB_MONTH, SAMPLE_SERVERLESS_PER_SECOND, SAMPLE_VOLUME_STOPPED_GB_MONTH,
+    World, build_world,
+)
+
+__all__ = ["simulate", "build_world", "World"]
+
+
+def _config_text(world: World, th: Thresholds) -> str:
+    lines = [
+        "# recon configuration written by `recon simulate`.",
+        "# SAMPLE RATES: invented for the simulation, NOT anybody's real prices.",
+        "[thresholds]",
+    ]
+    lines += [f"{k} = {v}" for k, v in asdict(th).items()]
+    lines += ["", "[rates]", f'disk_running_per_gb_month = "{SAMPLE_DISK_RUNNING_GB_MONTH}"',
+              f'volume_stopped_per_gb_month = "{SAMPLE_VOLUME_STOPPED_GB_MONTH}"',
+              f'network_volume_per_gb_month = "{SAMPLE_NETWORK_VOLUME_GB_MONTH}"',
+              "", "[rates.gpu_per_hour]"]
+    lines += [f'"{k}" = "{v}"' for k, v in SAMPLE_GPU_PER_HOUR.items()]
+    lines += ["", "[rates.serverless_per_second]"]
+    lines += [f'"{ep.endpoint_id}" = "{SAMPLE_SERVERLESS_PER_SECOND}"' for ep in world.endpoints]
+    return "\n".join(lines) + "\n"
+
+
+def simulate(out: str | Path, seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2,
+             scale: float = 1.0, start_day: date = date(2026, 6, 1)) -> dict:
+    """Write inputs under `out`, `out/recon.toml` and `out/expected/ground_truth.json`."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    world = build_world(seed=seed, days=days, nodes=nodes, endpoints=endpoints, scale=scale,
+                        start_day=start_day)
+    th = Thresholds(hours_per_month=HOURS_PER_MONTH)
+    files = write_k8s(world, out, RV()) + write_runpod(world, out)
+    (out / "recon.toml").write_text(_config_text(world, th), encoding="utf-8")
+    truth = ground_truth(world, asdict(th))
+    (out / "expected").mkdir(exist_ok=True)
+    (out / "expected" / "ground_truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True))
+    return {"out": str(out), "files": len(files), "truth": truth}

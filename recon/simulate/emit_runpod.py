@@ -1,0 +1,227 @@
+"""Runpod files: v2 billing envelopes, a saved v1 billing array, inventory snapshots, job records."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from .world import (
+    HOURS_PER_MONTH, SAMPLE_DISK_RUNNING_GB_MONTH, SAMPLE_NETWORK_VOLUME_GB_MONTH,
+    SAMPLE_SERVERLESS_PER_SECOND, SAMPLE_VOLUME_STOPPED_GB_MONTH, Instance, World,
+)
+
+Q = Decimal("0.0000000001")  # amounts carry 10 decimals
+
+
+def iso(t: int) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def iso_ms(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + \
+        f"{ms % 1000:03d}Z"
+
+
+def overlap(a: int, b: int, c: int, d: int) -> int:
+    return max(0, min(b, d) - max(a, c))
+
+
+def money(x: Decimal) -> float:
+    return float(x.quantize(Q, rounding=ROUND_HALF_EVEN))
+
+
+def per_gb_second(month_rate: Decimal) -> Decimal:
+    return month_rate / (HOURS_PER_MONTH * 3600)
+
+
+def existence_end(inst: Instance, world: World) -> int:
+    return inst.terminated if inst.terminated is not None else world.window_end
+
+
+def instance_hours(inst: Instance, world: World):
+    """(hour_start, compute_s, stopped_s, gpu_amount, disk_amount) for every billed hour."""
+    run_rate = per_gb_second(SAMPLE_DISK_RUNNING_GB_MONTH)
+    stop_rate = per_gb_second(SAMPLE_VOLUME_STOPPED_GB_MONTH)
+    end = existence_end(inst, world)
+    h = inst.created - inst.created % 3600
+    while h < end:
+        c = sum(overlap(s.start, s.stop, h, h + 3600) for s in inst.sessions)
+        e = overlap(inst.created, end, h, h + 3600)
+        stopped = e - c
+        gpu = inst.cost_per_hour / 3600 * c
+        disk = (inst.volume_gb + inst.container_gb) * run_rate * c + inst.volume_gb * stop_rate * stopped
+        if c or stopped:
+            yield h, c, stopped, gpu, disk
+        h += 3600
+
+
+def _envelope(records: list[dict], endpoint: str, start: int, end: int, totals_keys, count_key,
+              id_key) -> dict:
+    totals = {k: money(sum((Decimal(str(r[k])) for r in records), Decimal(0))) for k in totals_keys}
+    meta = {"query": {"startTime": iso(start), "endTime": iso(end), "bucketSize": "hour"},
+            "recordCount": len(records), "totals": totals}
+    if count_key:
+        meta[count_key] = len({r[id_key] for r in records})
+    return {"records": records, "metadata": meta,
+            "x_recon": {"endpoint": endpoint, "pulledAt": iso(end + 7200),
+                        "params": {"startTime": iso(start), "endTime": iso(end), "bucketSize": "hour"}}}
+
+
+def write_runpod(world: World, out) -> list[str]:
+    rp = out / "runpod"
+    rp.mkdir(parents=True, exist_ok=True)
+    files: list[str] = []
+    w0 = world.window_start
+    last = max([w0 + 86400 * world.days] + [s.stop for i in world.instances for s in i.sessions])
+    n_days = (last - w0 + 86399) // 86400
+    acct: dict[int, dict[str, Decimal]] = {}
+
+    def acc(h: int, key: str, v: Decimal):
+        acct.setdefault(h, {}).setdefault(key, Decimal(0))
+        acct[h][key] += v
+
+    for d in range(n_days):
+        d0, d1 = w0 + d * 86400, w0 + (d + 1) * 86400
+        pods, v1 = [], []
+        for inst in world.instances:
+            if not inst.billed:
+                continue
+            for h, c, stopped, gpu, disk in instance_hours(inst, world):
+                if not d0 <= h < d1:
+                    continue
+                if inst.billing_format == "v1":
+                    rec = {"amount": money(gpu + disk), "timeBilledMs": c * 1000,
+                           "time": iso(h) if d % 2 else iso(h).replace("T", " ").rstrip("Z"),
+                           "podId": inst.pod_id, "gpuTypeId": inst.gpu_type}
+                    rec["diskSpaceBilledGb" if d % 2 else "diskSpaceBilledGB"] = \
+                        inst.volume_gb + (inst.container_gb if c else 0)
+                    v1.append(rec)
+                else:
+                    pods.append({"startTime": iso(h), "endTime": iso(h + 3600), "podId": inst.pod_id,
+                                 "totalAmount": money(gpu + disk), "gpuAmount": money(gpu),
+                                 "cpuAmount": 0.0, "diskAmount": money(disk)})
+                acc(h, "podGpuAmount", gpu)
+                acc(h, "podDiskAmount", disk)
+        if pods:
+            name = f"billing-pods-{d:02d}.json"
+            (rp / name).write_text(json.dumps(_envelope(
+                pods, "/v2/billing/pods", d0, d1, ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount"),
+                "uniquePodCount", "podId"), indent=1))
+            files.append(name)
+        if v1:
+            name = f"v1-billing-pods-{d:02d}.json"
+            (rp / name).write_text(json.dumps(v1, indent=1))
+            files.append(name)
+
+        sls = []
+        for ep in world.endpoints:
+            for h in range(d0, d1, 3600):
+                s = sum(overlap(ws.start_ms, ws.start_ms + ws.billed_ms, h * 1000, (h + 3600) * 1000)
+                        for ws in ep.sessions) // 1000
+                if s:
+                    amt = SAMPLE_SERVERLESS_PER_SECOND * s
+                    sls.append({"startTime": iso(h), "endTime": iso(h + 3600),
+                                "serverlessId": ep.endpoint_id, "totalAmount": money(amt),
+                                "gpuAmount": money(amt), "cpuAmount": 0.0, "diskAmount": 0.0,
+                                "feeAmount": 0.0})
+                    acc(h, "serverlessGpuAmount", amt)
+        if sls:
+            name = f"billing-serverless-{d:02d}.json"
+            (rp / name).write_text(json.dumps(_envelope(
+                sls, "/v2/billing/serverless", d0, d1,
+                ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount", "feeAmount"),
+                "uniqueServerlessCount", "serverlessId"), indent=1))
+            files.append(name)
+
+        nvs = []
+        if d < world.days:
+            for v in world.volumes:
+                per_hour = v.size_gb * SAMPLE_NETWORK_VOLUME_GB_MONTH / HOURS_PER_MONTH
+                for h in range(d0, d1, 3600):
+                    nvs.append({"startTime": iso(h), "endTime": iso(h + 3600),
+                                "networkVolumeId": v.volume_id, "totalAmount": money(per_hour),
+                                "standardAmount": money(per_hour), "highPerformanceAmount": 0.0})
+                    acc(h, "storageStandardAmount", per_hour)
+            name = f"billing-network-volumes-{d:02d}.json"
+            (rp / name).write_text(json.dumps(_envelope(
+                nvs, "/v2/billing/network-volumes", d0, d1,
+                ("totalAmount", "standardAmount", "highPerformanceAmount"),
+                "uniqueNetworkVolumeCount", "networkVolumeId"), indent=1))
+            files.append(name)
+
+    recs = []
+    for h in sorted(acct):
+        r = {"startTime": iso(h), "endTime": iso(h + 3600)}
+        r.update({k: money(v) for k, v in sorted(acct[h].items())})
+        r["totalAmount"] = money(sum(acct[h].values(), Decimal(0)))
+        recs.append(r)
+    (rp / "billing-account.json").write_text(json.dumps(_envelope(
+        recs, "/v2/billing", w0, w0 + 86400 * n_days, ("totalAmount",), None, None), indent=1))
+    files.append("billing-account.json")
+    files += _inventory(world, rp)
+    return files
+
+
+def _inventory(world: World, rp) -> list[str]:
+    files = []
+    with open(rp / "inventory-pods.jsonl", "w", encoding="utf-8") as f:
+        for t in range(world.window_start + 1800, world.window_end, 3600):
+            pods = []
+            for inst in world.instances:
+                if not (inst.created <= t < existence_end(inst, world)):
+                    continue
+                running = [s for s in inst.sessions if s.start <= t < s.stop]
+                past = [s for s in inst.sessions if s.start <= t]
+                pods.append({
+                    "id": inst.pod_id, "name": f"{inst.role}-{inst.pod_id[:4]}",
+                    "image": "runpod/k8s-node:1.31", "status": "RUNNING" if running else "EXITED",
+                    "desiredStatus": "RUNNING" if running else "EXITED",
+                    "gpu": {"id": inst.gpu_type, "count": inst.gpu_count},
+                    "disk": inst.container_gb,
+                    "mounts": {"persistent": {"size": inst.volume_gb, "path": "/workspace"}},
+                    "cost": float(inst.cost_per_hour) if running else 0.0,
+                    "cloud": "SECURE", "dataCenterId": "US-KS-2",
+                    "createdAt": iso(inst.created),
+                    "startedAt": iso(past[-1].start) if past else None,
+                })
+            f.write(json.dumps({"pods": pods, "x_recon": {"endpoint": "/v2/pods",
+                                                          "pulledAt": iso(t)}}) + "\n")
+    files.append("inventory-pods.jsonl")
+    eps = [{"id": ep.endpoint_id, "name": ep.name, "type": "QUEUE",
+            "gpu": {"pools": ["ADA_24"], "count": 1},
+            "workers": {"min": 0, "max": 5, "idleTimeout": ep.idle_timeout_s},
+            "createdAt": iso(world.window_start - 86400 * 30)} for ep in world.endpoints]
+    (rp / "inventory-serverless.json").write_text(json.dumps(
+        {"endpoints": eps, "x_recon": {"endpoint": "/v2/serverless",
+                                        "pulledAt": iso(world.window_start + 60)}}, indent=1))
+    vols = [{"id": v.volume_id, "name": "shared-datasets", "size": v.size_gb,
+             "dataCenter": "US-KS-2", "type": "STANDARD"} for v in world.volumes]
+    (rp / "inventory-network-volumes.json").write_text(json.dumps(
+        {"networkVolumes": vols, "x_recon": {"endpoint": "/v2/network-volumes",
+                                              "pulledAt": iso(world.window_start + 60)}}, indent=1))
+    files += ["inventory-serverless.json", "inventory-network-volumes.json"]
+    with open(rp / "serverless-workers.jsonl", "w", encoding="utf-8") as wf, \
+            open(rp / "serverless-jobs.jsonl", "w", encoding="utf-8") as jf:
+        for ep in world.endpoints:
+            for ws in sorted(ep.sessions, key=lambda s: s.start_ms):
+                t = ws.start_ms + 1000
+                alive = [s for s in ep.sessions if s.start_ms <= t < s.stop_ms]
+                workers = [{"id": s.worker_id, "status": "INITIALIZING" if s is ws else "RUNNING",
+                            "isStale": False, "version": 1, "gpuCount": 1,
+                            "uptimeSeconds": (t - s.start_ms) // 1000, "gpuTypeId": "NVIDIA L4",
+                            "dataCenterId": "US-KS-2", "startedAt": iso(s.start_ms // 1000)}
+                           for s in alive]
+                summ = {"running": len(alive) - 1, "idle": 0, "initializing": 1, "throttled": 0,
+                        "unhealthy": 0, "total": len(alive)}
+                wf.write(json.dumps({"endpointVersion": 1, "summary": summ, "workers": workers,
+                                     "x_recon": {"endpoint": "/v2/serverless/{id}/workers",
+                                                 "endpointId": ep.endpoint_id,
+                                                 "pulledAt": iso_ms(t)}}) + "\n")
+                for jid, sub, (a, b) in zip(ws.job_ids, ws.submitted_ms, ws.exec_windows):
+                    jf.write(json.dumps({"id": jid, "status": "COMPLETED", "delayTime": a - sub,
+                                         "executionTime": b - a, "workerId": ws.worker_id,
+                                         "endpointId": ep.endpoint_id, "submittedAt": iso_ms(sub),
+                                         "completedAt": iso_ms(b)}) + "\n")
+    files += ["serverless-workers.jsonl", "serverless-jobs.jsonl"]
+    return files

@@ -1,0 +1,167 @@
+"""The DuckDB warehouse: raw landing tables, config tables, and the SQL models in `sql/`.
+
+Each file `sql/<layer>/<name>.sql` holds one SELECT and builds the table `<schema>.<name>`
+(layer staging → schema staging, intermediate → intermediate, marts → marts, checks → checks).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import os
+from dataclasses import asdict
+from datetime import date
+from pathlib import Path
+
+import duckdb
+
+from .config import Config, is_config_file
+from .ingest.load import TABLES, FileResult, arrow_bad, arrow_rows, read_file, sha256_of
+
+log = logging.getLogger(__name__)
+SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+LAYERS = ("staging", "intermediate", "marts", "checks")
+
+RAW_DDL = [
+    "create schema if not exists raw",
+    "create schema if not exists config",
+    *[f"create table if not exists raw.{t} (source_file varchar, record_no bigint, locator varchar, "
+      + "".join(f"{c} varchar, " for c in cols) + "doc json)" for t, cols in TABLES.items()],
+    """create table if not exists raw.quarantine (source_file varchar, record_no bigint,
+        locator varchar, reason varchar, record varchar)""",
+    """create table if not exists raw.files (source_file varchar primary key, kind varchar,
+        sha256 varchar, bytes bigint, records_in bigint, records_loaded bigint,
+        records_quarantined bigint, records_skipped bigint, skip_reason varchar)""",
+]
+
+
+def connect(path: str | Path | None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    if path is not None and not read_only:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(path) if path else ":memory:", read_only=read_only)
+    con.execute("set TimeZone = 'UTC'")
+    threads = os.environ.get("RECON_THREADS")
+    if threads:
+        con.execute(f"set threads = {int(threads)}")
+    if not read_only:
+        for stmt in RAW_DDL:
+            con.execute(stmt)
+    return con
+
+
+def input_files(folder: Path) -> list[Path]:
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and not p.name.startswith(".")]
+    return [p for p in files if not is_config_file(p)]
+
+
+def load_folder(con, folder: str | Path, progress=None) -> list[FileResult]:
+    """Land every file of `folder`; one transaction, so a killed run leaves the old state."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"input folder {folder} does not exist")
+    files = input_files(folder)
+    if not files:
+        raise ValueError(f"input folder {folder} holds no input files")
+    known = dict(con.execute("select source_file, sha256 from raw.files").fetchall())
+    results = []
+    con.execute("begin transaction")
+    try:
+        for i, p in enumerate(files):
+            display = str(p.resolve())
+            digest = sha256_of(p)
+            if known.get(display) == digest:
+                r = FileResult(path=display, unchanged=True)
+                r.kind, r.records_in, r.loaded, r.quarantined, r.skipped = con.execute(
+                    "select kind, records_in, records_loaded, records_quarantined, records_skipped "
+                    "from raw.files where source_file = ?", [display]).fetchone()
+                results.append(r)
+                continue
+            r = read_file(p, display)
+            for t in TABLES:
+                con.execute(f"delete from raw.{t} where source_file = ?", [display])
+                if r.rows[t]:
+                    tbl = arrow_rows(r, t)  # noqa: F841  (scanned by name below)
+                    con.execute(f"insert into raw.{t} by name select * replace (doc::json as doc) "
+                                f"from tbl")
+            con.execute("delete from raw.quarantine where source_file = ?", [display])
+            if r.bad:
+                bad = arrow_bad(r)  # noqa: F841
+                con.execute("insert into raw.quarantine by name select * from bad")
+            con.execute("delete from raw.files where source_file = ?", [display])
+            con.execute("insert into raw.files values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [display, r.kind, digest, p.stat().st_size, r.records_in, r.loaded,
+                         r.quarantined, r.skipped, r.skip_reason])
+            r.rows = {}
+            results.append(r)
+            if progress:
+                progress(i + 1, len(files), p.name)
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    return results
+
+
+def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -> None:
+    con.execute("create or replace table config.settings (name varchar primary key, value varchar)")
+    settings = {**asdict(cfg.thresholds), **asdict(cfg.mapping),
+                "day_from": day_from.isoformat() if day_from else "0001-01-01",
+                "day_to": day_to.isoformat() if day_to else "9999-12-31"}
+    con.executemany("insert into config.settings values (?, ?)",
+                    [(k, str(v)) for k, v in settings.items()])
+    con.execute("""create or replace table config.rates (rate_kind varchar, match_key varchar,
+                   usd decimal(38, 12))""")
+    r = cfg.rates
+    rows = [("gpu_per_hour", k, v) for k, v in r.gpu_per_hour.items()]
+    rows += [("pod_per_hour", k, v) for k, v in r.pod_per_hour.items()]
+    rows += [("serverless_per_second", k, v) for k, v in r.serverless_per_second.items()]
+    for name in ("disk_running_per_gb_month", "volume_stopped_per_gb_month",
+                 "network_volume_per_gb_month"):
+        if getattr(r, name) is not None:
+            rows.append((name, "*", getattr(r, name)))
+    if rows:
+        con.executemany("insert into config.rates values (?, ?, ?)", rows)
+    con.execute("""create or replace macro cfg(n) as
+                   (select value from config.settings where name = n)""")
+    con.execute("""create or replace macro cfg_int(n) as
+                   (select value::bigint from config.settings where name = n)""")
+
+
+def sql_models() -> list[tuple[str, str, Path]]:
+    """Every model, layer by layer; inside a layer, a model comes after those it reads."""
+    out = []
+    for layer in LAYERS:
+        models = {p.stem: p for p in sorted((SQL_DIR / layer).glob("*.sql"))}
+        deps = {n: {m for m in models if m != n and re.search(rf"\b{layer}\.{m}\b", p.read_text())}
+                for n, p in models.items()}
+        done: list[str] = []
+        while len(done) < len(models):
+            ready = [n for n in models if n not in done and deps[n] <= set(done)]
+            if not ready:
+                raise RuntimeError(f"sql/{layer}: circular references among {sorted(set(models) - set(done))}")
+            done.extend(ready)
+        out.extend((layer, n, models[n]) for n in done)
+    return out
+
+
+def build(con, timings: dict | None = None) -> None:
+    """Build staging → intermediate → marts → checks from sql/, in one transaction."""
+    import time
+
+    con.execute("begin transaction")
+    try:
+        for layer in LAYERS:
+            con.execute(f"create schema if not exists {layer}")
+        for layer, name, path in sql_models():
+            t0 = time.perf_counter()
+            body = path.read_text(encoding="utf-8").strip().rstrip(";")
+            try:
+                con.execute(f"create or replace table {layer}.{name} as\n{body}")
+            except duckdb.Error as e:
+                raise RuntimeError(f"{path.relative_to(SQL_DIR.parent)}: {e}") from None
+            if timings is not None:
+                timings[layer] = timings.get(layer, 0.0) + time.perf_counter() - t0
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise

@@ -1,0 +1,17 @@
+-- grain: one row per Node object (cluster, node_uid) with the resource it maps to and when it
+-- first became Ready.
+with final as (
+    select
+        n.cluster,
+        n.node_uid,
+        n.node_name,
+        r.resource_id,
+        min(n.created_at) as registered_at,
+        min(case when n.ready_condition.status = 'True' then n.ready_condition.lastTransitionTime end)
+            as ready_at
+    from staging.stg_k8s__nodes n
+    join intermediate.int_k8s__node_resources r using (cluster, node_name)
+    group by all
+)
+
+select * from final

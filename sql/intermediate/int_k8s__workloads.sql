@@ -1,0 +1,55 @@
+-- grain: one row per Kubernetes pod (cluster, pod_uid): its lifecycle, folded over every version.
+-- A workload's window is [scheduled_at, window_end_at); window_end_at is the main container's
+-- last finishedAt, else the deletion request, else open (2100-01-01: still running at data end).
+with versions as (
+    select * from staging.stg_k8s__pods
+),
+
+scheduled_events as (
+    select cluster, object_uid as pod_uid, min(first_at) as scheduled_event_at
+    from staging.stg_k8s__events
+    where object_kind = 'Pod' and reason = 'Scheduled'
+    group by all
+),
+
+folded as (
+    select
+        cluster,
+        pod_uid,
+        arg_max(namespace, created_at) as namespace,
+        arg_max(pod_name, created_at) as pod_name,
+        max(node_name) as node_name,
+        max(gpus) as gpus,
+        max(gpus_requested) as gpus_requested,
+        min(created_at) as created_at,
+        min(scheduled_at) as scheduled_at,
+        min(kubelet_started_at) as kubelet_started_at,
+        min(least(main_status.state.running.startedAt, main_status.state.terminated.startedAt,
+                  main_status.lastState.terminated.startedAt)) as started_at,
+        min(ready_at) as ready_at,
+        max(main_status.state.terminated.finishedAt) as task_finished_at,
+        arg_max(main_status.state.terminated.reason, main_status.state.terminated.finishedAt) as exit_reason,
+        arg_max(main_status.state.terminated.exitCode, main_status.state.terminated.finishedAt) as exit_code,
+        coalesce(max(main_status.restartCount), 0) as restarts,
+        min(deletion_at - to_seconds(coalesce(deletion_grace_seconds, 0))) as deletion_requested_at,
+        bool_or(event_type = 'DELETED') as deleted,
+        max(labels ->> ('$."' || cfg('team_label') || '"')) as team,
+        max(startup_period_seconds) as startup_period_seconds,
+        max(startup_failure_threshold) as startup_failure_threshold,
+        count(*) as versions_seen
+    from versions
+    group by cluster, pod_uid
+),
+
+final as (
+    select
+        f.* exclude (scheduled_at),
+        coalesce(f.scheduled_at, e.scheduled_event_at,
+                 case when f.node_name is not null then f.kubelet_started_at end) as scheduled_at,
+        case when f.deleted then f.deletion_requested_at end as deleted_at,
+        coalesce(f.task_finished_at, f.deletion_requested_at, '2100-01-01'::timestamptz) as window_end_at
+    from folded f
+    left join scheduled_events e using (cluster, pod_uid)
+)
+
+select * from final

@@ -1,0 +1,52 @@
+-- grain: one row per Runpod pod: the compute rate used to turn v2 amounts into seconds, and
+-- the disk sizes used to split storage. Rate: inventory cost seen while RUNNING (latest), else the
+-- rate card (pod_per_hour, then gpu_per_hour × gpu count). NULL means: say which rate is missing.
+with billed_pods as (
+    select distinct pod_id from staging.stg_runpod__pod_billing
+),
+
+latest as (
+    select
+        pod_id,
+        arg_max(cost_per_hour_usd, snapshot_at) filter (where status = 'RUNNING' and cost_per_hour_usd > 0)
+            as inventory_rate,
+        arg_max(gpu_type, snapshot_at) as gpu_type,
+        arg_max(gpu_count, snapshot_at) as gpu_count,
+        arg_max(container_disk_gb, snapshot_at) as container_disk_gb,
+        arg_max(volume_gb, snapshot_at) as volume_gb,
+        arg_max(network_volume_id, snapshot_at) as network_volume_id,
+        min(started_at) as first_started_at
+    from staging.stg_runpod__pods
+    group by pod_id
+),
+
+cards as (
+    select
+        max(usd) filter (where rate_kind = 'disk_running_per_gb_month') as disk_running_gb_month,
+        max(usd) filter (where rate_kind = 'volume_stopped_per_gb_month') as volume_stopped_gb_month
+    from config.rates
+),
+
+final as (
+    select
+        b.pod_id,
+        l.gpu_type,
+        l.gpu_count,
+        l.container_disk_gb,
+        l.volume_gb,
+        l.network_volume_id,
+        coalesce(l.inventory_rate, pr.usd, gr.usd * l.gpu_count) as compute_rate_per_hour,
+        case when l.inventory_rate is not null then 'inventory'
+             when pr.usd is not null then 'rate_card_pod'
+             when gr.usd is not null then 'rate_card_gpu' end as rate_source,
+        c.disk_running_gb_month * (coalesce(l.volume_gb, 0) + coalesce(l.container_disk_gb, 0))
+            as disk_running_per_month,
+        c.volume_stopped_gb_month * l.volume_gb as disk_stopped_per_month
+    from billed_pods b
+    left join latest l using (pod_id)
+    left join config.rates pr on pr.rate_kind = 'pod_per_hour' and pr.match_key = b.pod_id
+    left join config.rates gr on gr.rate_kind = 'gpu_per_hour' and gr.match_key = l.gpu_type
+    cross join cards c
+)
+
+select * from final

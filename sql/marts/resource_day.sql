@@ -1,0 +1,109 @@
+-- grain: one row per billed (or active but unbilled) resource per UTC day: the four quantities.
+-- billed_after_exit_seconds is the day's `tail` (compute billed after the last task finished,
+-- per session); it is NULL for serverless (a worker's stop is not observable: see idle) and volumes.
+with instance_bill as (
+    select pod_id as resource_id, cast(date_trunc('day', bucket_start) as date) as day,
+           sum(compute_ms) as billed_ms, sum(total_amount_usd) as billed_amount,
+           sum(storage_lingering_ms) as lingering_ms,
+           bool_or(compute_derived) as seconds_derived,
+           bool_or(compute_ms is null and compute_usd > 0) as rate_missing,
+           any_value(compute_rate_per_hour) as rate_per_hour
+    from intermediate.int_runpod__pod_buckets
+    group by all
+),
+
+segments as (
+    select resource_id, day, sum(ms) filter (where category = 'tail') as tail_ms,
+           sum(expected_usd) as expected_compute
+    from intermediate.int_resource__instance_segments
+    group by all
+),
+
+disk as (
+    select pod_id as resource_id, cast(date_trunc('day', bucket_start) as date) as day,
+           sum(disk_usd) as disk_usd
+    from intermediate.int_runpod__pod_buckets
+    group by all
+),
+
+finished as (
+    select resource_id, cast(date_trunc('day', window_end_at) as date) as day,
+           max(window_end_at) as task_finished_at
+    from intermediate.int_resource__workloads
+    where window_end_at < '2100-01-01'
+    group by all
+),
+
+stopped as (
+    select resource_id, cast(date_trunc('day', end_at - interval 1 millisecond) as date) as day,
+           max(end_at) as compute_stopped_at
+    from intermediate.int_resource__compute_sessions
+    group by all
+),
+
+instance_days as (
+    select resource_id, day from instance_bill
+    union select resource_id, day from finished
+),
+
+instance as (
+    select
+        d.resource_id, 'instance' as resource_kind, d.day,
+        coalesce(b.billed_ms, 0) as billed_ms,
+        f.task_finished_at,
+        s.compute_stopped_at,
+        coalesce(g.tail_ms, 0) as billed_after_exit_ms,
+        coalesce(b.lingering_ms, 0) as lingering_ms,
+        0 as idle_ms,
+        coalesce(b.billed_amount, 0) as billed_amount,
+        case when b.resource_id is null then null
+             else coalesce(g.expected_compute, 0) + coalesce(k.disk_usd, 0) end as expected_amount,
+        coalesce(b.seconds_derived, false) as seconds_derived,
+        coalesce(b.rate_missing, false) as rate_missing
+    from instance_days d
+    left join instance_bill b using (resource_id, day)
+    left join segments g using (resource_id, day)
+    left join disk k using (resource_id, day)
+    left join finished f using (resource_id, day)
+    left join stopped s using (resource_id, day)
+),
+
+serverless as (
+    select endpoint_id as resource_id, 'serverless' as resource_kind, day,
+           coalesce(billed_ms, 0), last_request_done_at, null::timestamptz, null::bigint,
+           0, idle_ms, coalesce(total_usd, 0),
+           cast(rate_per_second * billed_ms / 1000 as decimal(38, 12)), true, rate_per_second is null
+    from intermediate.int_serverless__endpoint_days
+),
+
+network_volume as (
+    select volume_id, 'network_volume', cast(date_trunc('day', bucket_start) as date) as day,
+           sum(bucket_ms), null::timestamptz, null::timestamptz, null::bigint,
+           sum(lingering_ms), 0, sum(total_amount_usd), sum(total_amount_usd), false, false
+    from intermediate.int_storage__network_volume_buckets
+    group by all
+),
+
+unioned as (
+    select * from instance union all select * from serverless union all select * from network_volume
+),
+
+final as (
+    select
+        resource_id, resource_kind, day,
+        billed_ms * 0.001::decimal(18, 3) as billed_seconds,
+        task_finished_at,
+        compute_stopped_at,
+        billed_after_exit_ms * 0.001::decimal(18, 3) as billed_after_exit_seconds,
+        lingering_ms * 0.001::decimal(18, 3) as lingering_storage_seconds,
+        idle_ms * 0.001::decimal(18, 3) as serverless_idle_seconds,
+        cast(billed_amount as decimal(38, 12)) as billed_amount,
+        cast(expected_amount as decimal(38, 12)) as expected_amount,
+        seconds_derived,
+        rate_missing
+    from unioned
+)
+
+select * from final
+where day between cfg('day_from')::date and cfg('day_to')::date
+order by resource_id, day

@@ -1,0 +1,32 @@
+-- grain: one row per raw record that staging could not use, with the reason.
+-- Together with the staging tables, this accounts for every landed raw row (checks/accounting).
+with pods as (
+    select source_file, record_no, locator, 'Pod metadata.creationTimestamp is not a timestamp: '
+           || coalesce(doc ->> '$.metadata.creationTimestamp', 'null') as reason, doc::varchar as record
+    from raw.k8s_objects
+    where kind = 'Pod' and try_cast(doc ->> '$.metadata.creationTimestamp' as timestamptz) is null
+),
+
+billing as (
+    select source_file, record_no, locator,
+           'billing bucket time is not a timestamp or ends before it starts: '
+           || coalesce(doc ->> '$.startTime', doc ->> '$.time', 'null') as reason, doc::varchar as record
+    from raw.runpod_billing
+    where coalesce(try_cast(coalesce(doc ->> '$.startTime', doc ->> '$.time') as timestamptz),
+                   '-infinity'::timestamptz) = '-infinity'::timestamptz
+       or (doc ->> '$.endTime' is not null
+           and coalesce(try_cast(doc ->> '$.endTime' as timestamptz) <= try_cast(doc ->> '$.startTime' as timestamptz), true))
+),
+
+jobs as (
+    select source_file, record_no, locator, 'job completedAt is not a timestamp: '
+           || coalesce(doc ->> '$.completedAt', 'null') as reason, doc::varchar as record
+    from raw.serverless_jobs
+    where try_cast(doc ->> '$.completedAt' as timestamptz) is null
+),
+
+final as (
+    select * from pods union all select * from billing union all select * from jobs
+)
+
+select * from final

@@ -1,0 +1,25 @@
+-- grain: one row per KEDA ScaledObject / ScaledJob (cluster, kind, namespace, name), latest version.
+with source as (
+    select * from raw.k8s_objects where kind in ('ScaledObject', 'ScaledJob')
+),
+
+final as (
+    select
+        cluster,
+        kind,
+        doc ->> '$.metadata.namespace' as namespace,
+        doc ->> '$.metadata.name' as name,
+        doc ->> '$.spec.scaleTargetRef.name' as target_name,
+        coalesce(try_cast(doc ->> '$.spec.pollingInterval' as bigint), 30) as polling_interval_seconds,
+        case when kind = 'ScaledObject'
+             then coalesce(try_cast(doc ->> '$.spec.cooldownPeriod' as bigint), 300) end
+            as cooldown_seconds,
+        coalesce(try_cast(doc ->> '$.spec.minReplicaCount' as bigint), 0) as min_replicas
+    from source
+    qualify row_number() over (partition by cluster, kind, doc ->> '$.metadata.namespace',
+                                            doc ->> '$.metadata.name'
+                               order by try_cast(resource_version as hugeint) desc nulls last,
+                                        source_file desc, record_no desc) = 1
+)
+
+select * from final

@@ -1,0 +1,18 @@
+-- grain: one row per serverless endpoint (/v2/serverless), latest snapshot.
+with source as (
+    select * from raw.runpod_inventory where inventory_kind = 'serverless'
+),
+
+final as (
+    select
+        doc ->> '$.id' as endpoint_id,
+        doc ->> '$.name' as endpoint_name,
+        try_cast(doc ->> '$.workers.idleTimeout' as bigint) as idle_timeout_seconds,
+        try_cast(doc ->> '$.workers.min' as bigint) as workers_min,
+        try_cast(pulled_at as timestamptz) as snapshot_at
+    from source
+    qualify row_number() over (partition by doc ->> '$.id'
+                               order by try_cast(pulled_at as timestamptz) desc nulls last) = 1
+)
+
+select * from final

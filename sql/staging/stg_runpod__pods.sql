@@ -1,0 +1,27 @@
+-- grain: one row per pod inventory snapshot (/v2/pods item at pulled_at).
+with source as (
+    select * from raw.runpod_inventory where inventory_kind = 'pods'
+),
+
+final as (
+    select
+        doc ->> '$.id' as pod_id,
+        try_cast(pulled_at as timestamptz) as snapshot_at,
+        doc ->> '$.status' as status,
+        coalesce(try_cast(doc ->> '$.adjustedCostPerHr' as decimal(38, 12)),
+                 try_cast(doc ->> '$.costPerHr' as decimal(38, 12)),
+                 try_cast(doc ->> '$.cost' as decimal(38, 12))) as cost_per_hour_usd,
+        coalesce(doc ->> '$.gpu.id', doc ->> '$.gpuTypeId', doc ->> '$.machine.gpuTypeId') as gpu_type,
+        coalesce(try_cast(doc ->> '$.gpu.count' as bigint), try_cast(doc ->> '$.gpuCount' as bigint))
+            as gpu_count,
+        coalesce(try_cast(doc ->> '$.disk' as bigint), try_cast(doc ->> '$.containerDiskInGb' as bigint))
+            as container_disk_gb,
+        coalesce(try_cast(doc ->> '$.mounts.persistent.size' as bigint),
+                 try_cast(doc ->> '$.volumeInGb' as bigint)) as volume_gb,
+        coalesce(doc ->> '$.mounts.networkVolume.id', doc ->> '$.networkVolumeId') as network_volume_id,
+        try_cast(doc ->> '$.createdAt' as timestamptz) as created_at,
+        try_cast(doc ->> '$.startedAt' as timestamptz) as started_at
+    from source
+)
+
+select * from final
