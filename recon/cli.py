@@ -16,7 +16,7 @@ from rich.table import Table
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="GPU billing reconciliation: Kubernetes lifecycle vs Runpod/FOCUS bills.")
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _logging(verbose: bool) -> None:
@@ -28,15 +28,25 @@ def _day(s: Optional[str]) -> Optional[date]:
     return date.fromisoformat(s) if s else None
 
 
+def _secs(x) -> str:
+    return f"{int(x):,}" if x == int(x) else f"{x:,.3f}"
+
+
 def print_summary(res) -> None:
-    t = Table(title="Reconciliation summary (USD)", title_justify="left")
-    for c in ("day", "billed", "busy", "startup", "tail", "lingering storage", "network volume",
-              "serverless idle", "idle gap + unobserved", "findings", "at stake"):
-        t.add_column(c, justify="right" if c != "day" else "left")
+    from .pipeline import SUMMARY_METRICS
+
+    t = Table(title="Reconciliation summary: USD (seconds)", title_justify="left")
+    t.add_column("")
     for d in res.days:
-        t.add_row(str(d["day"]), str(d["billed"]), str(d["busy"]), str(d["startup"]), str(d["tail"]),
-                  str(d["lingering_storage"]), str(d["network_volume"]), str(d["serverless_idle"]),
-                  str(d["idle_unobserved"]), str(d["findings"]), str(d["at_stake"]))
+        t.add_column(str(d["day"]), justify="right")
+    labels = {"billed": "billed", "busy": "work (busy)", "startup": "startup / cold start",
+              "tail": "tail after last task", "lingering_storage": "storage, compute stopped",
+              "network_volume": "network volumes", "serverless_idle": "serverless idle",
+              "idle_unobserved": "idle gaps + unobserved"}
+    for m in SUMMARY_METRICS:
+        t.add_row(labels[m], *[f"{d[m]} ({_secs(d[m + '_seconds'])} s)" for d in res.days])
+    t.add_row("findings", *[str(d["findings"]) for d in res.days])
+    t.add_row("money at stake", *[str(d["at_stake"]) for d in res.days])
     console.print(t)
     console.print(
         f"Input: {len(res.files)} files, {res.records_in} records: {res.loaded} loaded, "

@@ -36,42 +36,47 @@ def find_config(input_dir: Path, config: str | Path | None) -> Config:
     return load_config(local if local.exists() else None)
 
 
-SUMMARY_SQL = """
-with seg as (
-    select day,
-           sum(amount) as billed,
-           sum(amount) filter (where category = 'busy') as busy,
-           sum(amount) filter (where category in ('startup', 'cold_start')) as startup,
-           sum(amount) filter (where category = 'tail') as tail,
-           sum(amount) filter (where category in ('storage_lingering')) as lingering_storage,
-           sum(amount) filter (where category = 'network_volume') as network_volume,
-           sum(amount) filter (where category = 'idle') as serverless_idle,
-           sum(amount) filter (where category in ('idle_gap', 'unobserved')) as idle_unobserved
-    from marts.billed_segments group by day
-),
-f as (
-    select day, count(*) as findings, sum(amount_at_stake) as at_stake
-    from marts.findings group by day
-)
-select seg.day, seg.billed, seg.busy, seg.startup, seg.tail, seg.lingering_storage,
-       seg.network_volume, seg.serverless_idle, seg.idle_unobserved,
-       coalesce(f.findings, 0) as findings, coalesce(f.at_stake, 0) as at_stake
-from seg left join f using (day)
-order by seg.day
+SUMMARY_METRICS = {
+    # metric: categories of marts.billed_segments it sums
+    "billed": None,
+    "busy": ("busy",),
+    "startup": ("startup", "cold_start"),
+    "tail": ("tail",),
+    "lingering_storage": ("storage_lingering",),
+    "network_volume": ("network_volume",),
+    "serverless_idle": ("idle",),
+    "idle_unobserved": ("idle_gap", "unobserved"),
+}
+
+
+def _summary_sql() -> str:
+    cols = []
+    for name, cats in SUMMARY_METRICS.items():
+        flt = "" if cats is None else " filter (where category in (" + ", ".join(
+            f"'{c}'" for c in cats) + "))"
+        cols.append(f"coalesce(sum(amount){flt}, 0) as {name}")
+        if cats is None:  # billed seconds: compute only (storage seconds run in parallel)
+            flt = " filter (where category not in ('storage_running', 'storage_lingering', " \
+                  "'network_volume'))"
+        cols.append(f"coalesce(sum(seconds){flt}, 0) as {name}_seconds")
+    return f"""
+with seg as (select day, {", ".join(cols)} from marts.billed_segments group by day),
+f as (select day, count(*) as findings, sum(amount_at_stake) as at_stake
+      from marts.findings group by day)
+select seg.*, coalesce(f.findings, 0) as findings, coalesce(f.at_stake, 0) as at_stake
+from seg left join f using (day) order by seg.day
 """
 
 
 def summarise(con) -> list[dict]:
-    cur = con.execute(SUMMARY_SQL)
+    cur = con.execute(_summary_sql())
     cols = [d[0] for d in cur.description]
     out = []
     for row in cur.fetchall():
         d = dict(zip(cols, row))
         for k, v in d.items():
-            if isinstance(v, Decimal):
+            if isinstance(v, Decimal) and not k.endswith("_seconds"):
                 d[k] = v.quantize(Decimal("0.01"))
-            elif v is None and k != "day":
-                d[k] = Decimal("0.00")
         out.append(d)
     return out
 

@@ -5,18 +5,23 @@ with billed_pods as (
     select distinct pod_id from staging.stg_runpod__pod_billing
 ),
 
+snapshots as (
+    select *, coalesce(snapshot_at, '1970-01-01'::timestamptz) as snapshot_key
+    from staging.stg_runpod__pods
+),
+
 latest as (
     select
         pod_id,
-        arg_max(cost_per_hour_usd, snapshot_at) filter (where status = 'RUNNING' and cost_per_hour_usd > 0)
+        arg_max(cost_per_hour_usd, snapshot_key) filter (where status = 'RUNNING' and cost_per_hour_usd > 0)
             as inventory_rate,
-        arg_max(gpu_type, snapshot_at) as gpu_type,
-        arg_max(gpu_count, snapshot_at) as gpu_count,
-        arg_max(container_disk_gb, snapshot_at) as container_disk_gb,
-        arg_max(volume_gb, snapshot_at) as volume_gb,
-        arg_max(network_volume_id, snapshot_at) as network_volume_id,
+        arg_max(gpu_type, snapshot_key) as gpu_type,
+        arg_max(gpu_count, snapshot_key) as gpu_count,
+        arg_max(container_disk_gb, snapshot_key) as container_disk_gb,
+        arg_max(volume_gb, snapshot_key) as volume_gb,
+        arg_max(network_volume_id, snapshot_key) as network_volume_id,
         min(started_at) as first_started_at
-    from staging.stg_runpod__pods
+    from snapshots
     group by pod_id
 ),
 
