@@ -63,8 +63,9 @@ def _summary_sql() -> str:
 with seg as (select day, {", ".join(cols)} from marts.billed_segments group by day),
 f as (select day, count(*) as findings, sum(amount_at_stake) as at_stake
       from marts.findings group by day)
-select seg.*, coalesce(f.findings, 0) as findings, coalesce(f.at_stake, 0) as at_stake
-from seg left join f using (day) order by seg.day
+select * exclude (findings, at_stake), coalesce(findings, 0) as findings,
+       coalesce(at_stake, 0) as at_stake
+from seg full join f using (day) order by day
 """
 
 
@@ -75,6 +76,8 @@ def summarise(con) -> list[dict]:
     for row in cur.fetchall():
         d = dict(zip(cols, row))
         for k, v in d.items():
+            if v is None and k != "day":
+                v = d[k] = Decimal(0)
             if isinstance(v, Decimal) and not k.endswith("_seconds"):
                 d[k] = v.quantize(Decimal("0.01"))
         out.append(d)

@@ -40,6 +40,7 @@ def connect(path: str | Path | None, read_only: bool = False) -> duckdb.DuckDBPy
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(path) if path else ":memory:", read_only=read_only)
     con.execute("set TimeZone = 'UTC'")
+    con.execute("set enable_progress_bar = false")
     threads = os.environ.get("RECON_THREADS")
     if threads:
         con.execute(f"set threads = {int(threads)}")

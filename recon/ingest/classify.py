@@ -42,6 +42,8 @@ def doc_kind(doc) -> str:
         return "unknown"
     if doc.get("kind") == "recon.GroundTruth":
         return "ground_truth"
+    if str((doc.get("x_recon") or {}).get("endpoint", "")).endswith("/health"):
+        return "runpod_health"
     if "type" in doc and "object" in doc:
         return "k8s_watch_event"
     if isinstance(doc.get("items"), list) and "apiVersion" in doc:

@@ -160,6 +160,8 @@ def _one(res: FileResult, doc, locator: str, n: int) -> None:
         require(doc, "id", "endpointId", "completedAt")
         check_amounts(doc, ("delayTime", "executionTime"))
         res.add("serverless_jobs", locator, n, doc)
+    elif kind == "runpod_health":
+        res.skip("serverless /health snapshot (kept for operators, not billing data)")
     elif kind == "ground_truth":
         res.skip("simulator ground truth, not an input")
     elif kind == "empty_array":
