@@ -19,6 +19,7 @@ from pathlib import Path
 import orjson
 import pyarrow as pa
 
+from . import focus
 from .classify import (
     INVENTORY_KEYS, WATCH_TYPES, BadRecord, billing_source, check_amounts, doc_kind, require,
 )
@@ -30,6 +31,7 @@ TABLES = {
     "runpod_billing": ["source", "pulled_at"],
     "runpod_inventory": ["inventory_kind", "endpoint_id", "pulled_at"],
     "serverless_jobs": [],
+    "focus_rows": [],
 }
 COMMON = ["source_file", "record_no", "locator"]
 AMOUNT_KEYS = ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount", "feeAmount", "amount",
@@ -213,6 +215,15 @@ def read_file(path: Path, display: str) -> FileResult:
     if not stripped:
         res.kind = "empty"
         res.quarantine("file", 0, "empty file", "")
+        return res
+    if data[:4] == b"PAR1":
+        if not focus.read_focus_parquet(res, path):
+            res.quarantine("file", 0, "Parquet file without FOCUS columns (ChargePeriodStart, "
+                           "BilledCost)", "")
+        return res
+    if stripped[:1] not in (b"{", b"[") and focus.looks_like_focus_header(
+            data[:4096].decode("utf-8", "replace").splitlines()[0]):
+        focus.read_focus_csv(res, data.decode("utf-8", "replace"))
         return res
     # Whole-document JSON first (a List, an envelope, a v1 array, an inventory response);
     # JSON Lines and kubectl's concatenated output fail fast at their second document.

@@ -2,17 +2,24 @@
 -- v2 compute ms = amount ÷ rate (derived); v1 gives billed ms directly. Storage: the disk amount
 -- beyond what running disk costs over the compute time, ÷ the stopped-volume rate, is lingering.
 with buckets as (
-    select b.*, r.compute_rate_per_hour, r.rate_source, r.disk_running_per_month,
-           r.disk_stopped_per_month,
+    select b.* exclude (line_rate_per_hour),
+           coalesce(b.line_rate_per_hour, r.compute_rate_per_hour,
+                    case when b.source_format = 'focus' and b.compute_seconds_billed > 0
+                         then b.compute_amount_usd * 3600 / b.compute_seconds_billed end)
+               as compute_rate_per_hour,
+           case when b.line_rate_per_hour is not null then 'bill_contracted_unit_price'
+                when r.compute_rate_per_hour is not null then r.rate_source
+                when b.source_format = 'focus' then 'bill_amount_per_hour' end as rate_source,
+           r.disk_running_per_month, r.disk_stopped_per_month,
            epoch_ms(b.bucket_end) - epoch_ms(b.bucket_start) as bucket_ms
-    from staging.stg_runpod__pod_billing b
+    from intermediate.int_billing__instance_lines b
     left join intermediate.int_runpod__pod_rates r using (pod_id)
 ),
 
 compute as (
     select
         *,
-        case when source_format = 'v1' then cast(compute_seconds_billed * 1000 as bigint)
+        case when source_format in ('v1', 'focus') then cast(round(coalesce(compute_seconds_billed, 0) * 1000) as bigint)
              when compute_amount_usd = 0 then 0
              when compute_rate_per_hour > 0
              then cast(round(compute_amount_usd * 3600000 / compute_rate_per_hour) as bigint)

@@ -2,7 +2,7 @@
 -- the disk sizes used to split storage. Rate: inventory cost seen while RUNNING (latest), else the
 -- rate card (pod_per_hour, then gpu_per_hour × gpu count). NULL means: say which rate is missing.
 with billed_pods as (
-    select pod_id from staging.stg_runpod__pod_billing
+    select pod_id from intermediate.int_billing__instance_lines
     union
     select pod_id from staging.stg_runpod__pods
 ),

@@ -25,8 +25,19 @@ jobs as (
     where try_cast(doc ->> '$.completedAt' as timestamptz) is null
 ),
 
+focus as (
+    select source_file, record_no, locator,
+           'FOCUS ChargePeriodStart/End is not a timestamp or the period is empty: '
+           || coalesce(doc ->> '$.ChargePeriodStart', 'null') || ' .. '
+           || coalesce(doc ->> '$.ChargePeriodEnd', 'null') as reason, doc::varchar as record
+    from raw.focus_rows
+    where coalesce(try_cast(doc ->> '$.ChargePeriodEnd' as timestamptz)
+                   > try_cast(doc ->> '$.ChargePeriodStart' as timestamptz), false) = false
+),
+
 final as (
     select * from pods union all select * from billing union all select * from jobs
+    union all select * from focus
 )
 
 select * from final
