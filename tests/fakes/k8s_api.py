@@ -360,6 +360,23 @@ class FakeKubeAPI:
             self._record(store, "DELETED", obj)
             return copy.deepcopy(obj)
 
+    def replay(self, store: str, etype: str, obj: dict) -> dict:
+        """Apply a recorded version as it was (uid, timestamps, status kept); only the
+        resourceVersion is this server's. Used to serve simulator or captured histories."""
+        rdef = self._def_for_store(store)
+        obj = copy.deepcopy(obj)
+        meta = obj["metadata"]
+        key = (meta.get("namespace", "default") if rdef.namespaced else "", meta["name"])
+        with self._cond:
+            self._rv += 1
+            meta["resourceVersion"] = str(self._rv)
+            if etype == "DELETED":
+                self.objects[store].pop(key, None)
+            else:
+                self.objects[store][key] = obj
+            self._record(store, etype, obj)
+            return copy.deepcopy(obj)
+
     def versions(self, store: str) -> set[tuple[str, str]]:
         """Every (uid, resourceVersion) produced in ``store``."""
         with self._lock:
