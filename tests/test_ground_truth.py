@@ -86,3 +86,17 @@ def test_segment_amounts_tie_to_the_bill(marts):
     assert rows
     for rid, day, billed, parts in rows:
         assert abs(billed - parts) < Decimal("0.000001"), (rid, day, billed, parts)
+
+
+def test_allocation_ties_to_the_bill_to_the_cent_every_day(marts):
+    rows = marts.execute("""
+        select d.day, d.billed, a.allocated
+        from (select day, sum(billed_amount) as billed from marts.resource_day group by day) d
+        join (select day, sum(amount) as allocated from marts.allocation group by day) a using (day)
+    """).fetchall()
+    assert len(rows) == 2
+    for day, billed, allocated in rows:
+        assert round(billed, 2) == round(allocated, 2), day
+        assert abs(billed - allocated) < Decimal("0.000001")
+    teams = {t for (t,) in marts.execute("select distinct team from marts.allocation").fetchall()}
+    assert {"__idle__", "__unallocated__", "vision", "nlp", "search"} <= teams
