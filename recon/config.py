@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field, fields
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
 
@@ -30,6 +31,18 @@ class Thresholds:
     billed_without_activity_min_seconds: int = 300
     # A provider "per month" storage price is per this many hours (cloud convention).
     hours_per_month: int = 730
+    # RATE_MISMATCH: billed vs expected (seconds × contracted rate) per resource-day, both must be
+    # exceeded: an absolute floor (cents of rounding are noise) and a relative share.
+    rate_mismatch_tolerance_usd: str = "0.01"
+    rate_mismatch_tolerance_ratio: str = "0.005"
+    # BILLED_EXCEEDS_RUNTIME: compute billed outside the node's observed life (registration minus
+    # the boot allowance, until its deletion) beyond this many seconds per session.
+    billed_exceeds_runtime_tolerance_seconds: int = 300
+    node_boot_allowance_seconds: int = 300
+    # SCALE_TO_ZERO_LATE: replicas alive after KEDA deactivation + cooldownPeriod + this.
+    scale_to_zero_tolerance_seconds: int = 60
+    # SAVINGS_PLAN_EXPIRING: warn this many days before a plan's fixed expiry.
+    savings_plan_expiry_warning_days: int = 14
 
 
 @dataclass(frozen=True)
@@ -53,10 +66,36 @@ class Rates:
 
 
 @dataclass(frozen=True)
+class RateEntry:
+    """An effective-dated rate-card entry: [valid_from, valid_to) in UTC days; None = open."""
+
+    rate_kind: str
+    match_key: str
+    usd: Decimal
+    valid_from: str | None = None
+    valid_to: str | None = None
+
+
+@dataclass(frozen=True)
+class SavingsPlan:
+    """A committed Runpod savings plan (3 or 6 months, upfront, fixed expiry, one GPU type)."""
+
+    plan_id: str
+    gpu_type: str
+    gpu_count: int
+    usd_per_gpu_hour: Decimal
+    start: str
+    end: str
+    upfront_usd: Decimal
+
+
+@dataclass(frozen=True)
 class Config:
     thresholds: Thresholds = field(default_factory=Thresholds)
     mapping: Mapping = field(default_factory=Mapping)
     rates: Rates = field(default_factory=Rates)
+    rate_card: tuple[RateEntry, ...] = ()
+    savings_plans: tuple[SavingsPlan, ...] = ()
     source: str | None = None
 
 
@@ -95,7 +134,29 @@ def load_config(path: str | Path | None) -> Config:
         network_volume_per_gb_month=_dec(r["network_volume_per_gb_month"])
         if "network_volume_per_gb_month" in r else None,
     )
-    return Config(thresholds=th, mapping=mp, rates=rates, source=str(p))
+    card = []
+    for i, e in enumerate(r.get("effective", [])):
+        try:
+            card.append(RateEntry(rate_kind=e["kind"], match_key=str(e["key"]), usd=_dec(e["usd"]),
+                                  valid_from=e.get("from"), valid_to=e.get("to")))
+        except KeyError as k:
+            raise ValueError(f"{p} [[rates.effective]] #{i + 1}: missing {k}") from None
+    plans = []
+    for i, sp in enumerate(data.get("savings_plans", [])):
+        try:
+            term = (date.fromisoformat(sp["end"]) - date.fromisoformat(sp["start"])).days
+            plans.append(SavingsPlan(plan_id=str(sp["id"]), gpu_type=sp["gpu_type"],
+                                     gpu_count=int(sp.get("gpu_count", 1)),
+                                     usd_per_gpu_hour=_dec(sp["usd_per_gpu_hour"]),
+                                     start=sp["start"], end=sp["end"],
+                                     upfront_usd=_dec(sp["upfront_usd"])))
+        except (KeyError, ValueError) as k:
+            raise ValueError(f"{p} [[savings_plans]] #{i + 1}: {k!r}") from None
+        if not 80 <= term <= 190:
+            raise ValueError(f"{p} [[savings_plans]] #{i + 1}: a term of {term} days; Runpod plans "
+                             "run 3 or 6 months")
+    return Config(thresholds=th, mapping=mp, rates=rates, rate_card=tuple(card),
+                  savings_plans=tuple(plans), source=str(p))
 
 
 def is_config_file(path: Path) -> bool:

@@ -111,7 +111,7 @@ def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -
     con.executemany("insert into config.settings values (?, ?)",
                     [(k, str(v)) for k, v in settings.items()])
     con.execute("""create or replace table config.rates (rate_kind varchar, match_key varchar,
-                   usd decimal(38, 12))""")
+                   usd decimal(38, 12), valid_from date, valid_to date)""")
     r = cfg.rates
     rows = [("gpu_per_hour", k, v) for k, v in r.gpu_per_hour.items()]
     rows += [("pod_per_hour", k, v) for k, v in r.pod_per_hour.items()]
@@ -120,8 +120,17 @@ def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -
                  "network_volume_per_gb_month"):
         if getattr(r, name) is not None:
             rows.append((name, "*", getattr(r, name)))
+    rows = [(*r, None, None) for r in rows]
+    rows += [(e.rate_kind, e.match_key, e.usd, e.valid_from, e.valid_to) for e in cfg.rate_card]
     if rows:
-        con.executemany("insert into config.rates values (?, ?, ?)", rows)
+        con.executemany("insert into config.rates values (?, ?, ?, ?, ?)", rows)
+    con.execute("""create or replace table config.savings_plans (plan_id varchar, gpu_type varchar,
+                   gpu_count bigint, usd_per_gpu_hour decimal(38, 12), start_day date, end_day date,
+                   upfront_usd decimal(38, 12))""")
+    if cfg.savings_plans:
+        con.executemany("insert into config.savings_plans values (?, ?, ?, ?, ?, ?, ?)",
+                        [(sp.plan_id, sp.gpu_type, sp.gpu_count, sp.usd_per_gpu_hour, sp.start,
+                          sp.end, sp.upfront_usd) for sp in cfg.savings_plans])
     con.execute("""create or replace macro cfg(n) as
                    (select value from config.settings where name = n)""")
     con.execute("""create or replace macro cfg_int(n) as

@@ -44,6 +44,9 @@ def doc_kind(doc) -> str:
         return "ground_truth"
     if str((doc.get("x_recon") or {}).get("endpoint", "")).endswith("/health"):
         return "runpod_health"
+    if isinstance((doc.get("data") or {}).get("myself") if isinstance(doc.get("data"), dict) else None,
+                  dict):
+        return "runpod_balance"
     if "type" in doc and "object" in doc:
         return "k8s_watch_event"
     if isinstance(doc.get("items"), list) and "apiVersion" in doc:

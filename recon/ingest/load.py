@@ -162,6 +162,15 @@ def _one(res: FileResult, doc, locator: str, n: int) -> None:
         require(doc, "id", "endpointId", "completedAt")
         check_amounts(doc, ("delayTime", "executionTime"))
         res.add("serverless_jobs", locator, n, doc)
+    elif kind == "runpod_balance":
+        me = doc["data"]["myself"]
+        pulled = (doc.get("x_recon") or {}).get("pulledAt") or doc.get("observedAt")
+        if not pulled:
+            raise BadRecord("balance reading without x_recon.pulledAt (when was it read?)")
+        check_amounts(me, ("clientBalance", "currentSpendPerHr", "spendLimit"))
+        require(me, "clientBalance", "currentSpendPerHr")
+        res.add("runpod_inventory", _sub(locator, "data.myself"), n, me, inventory_kind="balance",
+                endpoint_id=None, pulled_at=pulled)
     elif kind == "runpod_health":
         res.skip("serverless /health snapshot (kept for operators, not billing data)")
     elif kind == "ground_truth":

@@ -80,6 +80,13 @@ def ground_truth(world: World, thresholds: dict) -> dict:
                 if s.stop <= day_end:
                     r["compute_stopped_at"] = max(r["compute_stopped_at"] or "", _iso(s.stop))
                 t = day_end
+        for j in inst.jobs:
+            if j.killed_at and inst.billed:  # the startup probe killed it: budget exceeded
+                findings.add(("STARTUP_BUDGET_EXCEEDED", inst.pod_id, _day(j.container_starts[0])))
+            if j.scheduled is None and any(  # pending on Insufficient nvidia.com/gpu, nodes billed
+                    i.billed and any(x.start < j.deleted and x.stop > j.created for x in i.sessions)
+                    for i in world.instances):
+                findings.add(("UNSCHEDULABLE_GPU", f"pod:{j.namespace}/{j.name}", _day(j.created)))
         for j in gpu_jobs:
             r = row(inst.pod_id, "instance", _day(j.finished))
             r["task_finished_at"] = max(r["task_finished_at"] or "", _iso(j.finished))

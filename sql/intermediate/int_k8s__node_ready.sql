@@ -1,5 +1,5 @@
 -- grain: one row per Node object (cluster, node_uid) with the resource it maps to and when it
--- first became Ready.
+-- first became Ready, and when it was removed (a watch DELETED; its deletionTimestamp).
 with final as (
     select
         n.cluster,
@@ -8,7 +8,9 @@ with final as (
         r.resource_id,
         min(n.created_at) as registered_at,
         min(case when n.ready_condition.status = 'True' then n.ready_condition.lastTransitionTime end)
-            as ready_at
+            as ready_at,
+        case when bool_or(n.event_type = 'DELETED')
+             then coalesce(min(n.deletion_at), max(n.created_at)) end as removed_at
     from staging.stg_k8s__nodes n
     join intermediate.int_k8s__node_resources r using (cluster, node_name)
     group by all

@@ -1,7 +1,8 @@
 -- grain: one row per compute session of an instance: a maximal run of billed compute.
 -- Bills give seconds per hourly bucket, not where in the hour; a partial bucket is placed
 -- against its billed neighbour (the session continues through the boundary), or, if isolated,
--- at the pod's inventory startedAt when that falls inside the bucket, else at the bucket's end.
+-- at the pod's inventory startedAt when that falls inside the bucket, else at the registration of
+-- its Kubernetes node (compute ran no later than that), else at the bucket's end.
 with buckets as (
     select * from intermediate.int_runpod__pod_buckets where compute_ms > 0
 ),
@@ -19,7 +20,10 @@ hints as (
     select n.*,
            (select min(p.started_at) from staging.stg_runpod__pods p
              where p.pod_id = n.pod_id and p.started_at >= n.bucket_start
-               and p.started_at < n.bucket_end) as start_hint
+               and p.started_at < n.bucket_end) as start_hint,
+           (select min(k.registered_at) from intermediate.int_k8s__node_ready k
+             where k.resource_id = n.pod_id and k.registered_at >= n.bucket_start
+               and k.registered_at < n.bucket_end) as node_hint
     from neighbours n
 ),
 
@@ -31,9 +35,12 @@ placed as (
              when cont_next then bucket_end - to_milliseconds(compute_ms)
              when start_hint is not null
                   and start_hint + to_milliseconds(compute_ms) <= bucket_end then start_hint
+             when node_hint is not null then least(node_hint, bucket_end - to_milliseconds(compute_ms))
              else bucket_end - to_milliseconds(compute_ms) end as start_at,
         case when compute_ms >= bucket_ms or cont_prev or cont_next then 'bill'
-             when start_hint is not null then 'inventory_start'
+             when start_hint is not null
+                  and start_hint + to_milliseconds(compute_ms) <= bucket_end then 'inventory_start'
+             when node_hint is not null then 'node_registered'
              else 'assumed_end_of_bucket' end as placed_by
     from hints
 ),

@@ -73,7 +73,7 @@ final as (
         epoch_ms(c.seg_end) - epoch_ms(c.seg_start) as ms,
         cast(b.compute_usd * (epoch_ms(c.seg_end) - epoch_ms(c.seg_start)) / b.compute_ms
              as decimal(38, 12)) as amount_usd,
-        cast(b.compute_rate_per_hour * (epoch_ms(c.seg_end) - epoch_ms(c.seg_start)) / 3600000
+        cast(b.contracted_rate_per_hour * (epoch_ms(c.seg_end) - epoch_ms(c.seg_start)) / 3600000
              as decimal(38, 12)) as expected_usd
     from classified c
     join buckets b

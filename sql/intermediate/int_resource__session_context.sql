@@ -13,7 +13,11 @@ ready as (
         s.session_id,
         min(n.ready_at) filter (where n.ready_at >= s.start_at and n.ready_at < s.end_at) as ready_in_session,
         bool_or(n.ready_at < s.start_at) as ready_before,
-        count(n.node_uid) as node_objects
+        count(n.node_uid) as node_objects,
+        -- the end of the observed node life: after it, billed seconds are BILLED_EXCEEDS_RUNTIME's
+        max(coalesce(n.removed_at, '2100-01-01'::timestamptz))
+            filter (where n.registered_at < s.end_at
+                      and coalesce(n.removed_at, '2100-01-01'::timestamptz) > s.start_at) as covered_until
     from sessions s
     left join intermediate.int_k8s__node_ready n on n.resource_id = s.resource_id
     group by s.session_id
@@ -35,6 +39,7 @@ final as (
                  case when r.ready_before or r.node_objects = 0 then s.start_at end,
                  s.end_at) as node_ready_at,
         l.last_finished_at,
+        coalesce(r.covered_until, '2100-01-01'::timestamptz) as covered_until,
         coalesce(l.workloads, 0) as workloads
     from sessions s
     left join mapped m using (resource_id)

@@ -1,5 +1,6 @@
 -- grain: one row per Runpod pod: the compute rate used to turn v2 amounts into seconds, and
--- the disk sizes used to split storage. Rate: inventory cost seen while RUNNING (latest), else the
+-- the disk sizes used to split storage. Per bucket, int_runpod__pod_buckets resolves the rate in
+-- force at that time (effective-dated rate card, savings plans); this is the per-pod fallback. Rate: inventory cost seen while RUNNING (latest), else the
 -- rate card (pod_per_hour, then gpu_per_hour × gpu count). NULL means: say which rate is missing.
 with billed_pods as (
     select pod_id from intermediate.int_billing__instance_lines
@@ -27,6 +28,13 @@ latest as (
     group by pod_id
 ),
 
+current_cards as (
+    -- without a time: the entry in force last (an open-ended one wins)
+    select * from config.rates
+    qualify row_number() over (partition by rate_kind, match_key
+                               order by valid_to desc nulls first, valid_from desc nulls last) = 1
+),
+
 cards as (
     select
         max(usd) filter (where rate_kind = 'disk_running_per_gb_month') as disk_running_gb_month,
@@ -51,8 +59,8 @@ final as (
         c.volume_stopped_gb_month * l.volume_gb as disk_stopped_per_month
     from billed_pods b
     left join latest l using (pod_id)
-    left join config.rates pr on pr.rate_kind = 'pod_per_hour' and pr.match_key = b.pod_id
-    left join config.rates gr on gr.rate_kind = 'gpu_per_hour' and gr.match_key = l.gpu_type
+    left join current_cards pr on pr.rate_kind = 'pod_per_hour' and pr.match_key = b.pod_id
+    left join current_cards gr on gr.rate_kind = 'gpu_per_hour' and gr.match_key = l.gpu_type
     cross join cards c
 )
 

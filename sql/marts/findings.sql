@@ -1,5 +1,9 @@
 -- grain: one row per finding. finding_id is a hash of what identifies it, so it is stable across
 -- reruns. Every finding names the threshold it crossed and the evidence, in words finance reads.
+-- The lifecycle codes are here; workload, bill and commitment codes come from intermediate.int_findings__*.
+-- One wasted second is money in one finding: BILLED_AFTER_EXIT stops where the node's observed
+-- life ends (BILLED_EXCEEDS_RUNTIME takes the rest); UNSCHEDULABLE_GPU carries no money (the
+-- idle nodes' idle_gap holds it); RATE_MISMATCH is price, not time.
 with settings as (
     select
         coalesce((select max(cooldown_seconds) from staging.stg_k8s__scaled_objects),
@@ -27,7 +31,7 @@ after_exit as (
         s.last_finished_at + to_seconds(t.cooldown_s + t.grace_s + t.tolerance_s) as window_start,
         s.end_at as window_end,
         epoch_ms(s.end_at) - epoch_ms(s.last_finished_at) - (t.cooldown_s + t.grace_s + t.tolerance_s) * 1000 as ms,
-        (select sum(cast(g.amount_usd * (epoch_ms(least(g.seg_end, s.end_at))
+        (select sum(cast(g.amount_usd * (epoch_ms(least(g.seg_end, s.end_at, s.covered_until + to_seconds(cfg_int('billed_exceeds_runtime_tolerance_seconds'))))
                      - epoch_ms(greatest(g.seg_start, s.last_finished_at + to_seconds(t.cooldown_s + t.grace_s + t.tolerance_s))))
                      / g.ms as decimal(38, 12)))
            from intermediate.int_resource__instance_segments g
@@ -159,6 +163,9 @@ unioned as (
     union all select * from without_activity
     union all select * from activity_without_billing
     union all select * from rate_missing
+    union all select * from intermediate.int_findings__workloads
+    union all select * from intermediate.int_findings__billing
+    union all select * from intermediate.int_findings__commitments
 ),
 
 final as (

@@ -1,0 +1,57 @@
+-- grain: one row per finding about money committed up front or held: SAVINGS_PLAN_UNUSED,
+-- SAVINGS_PLAN_EXPIRING, BALANCE_BELOW_ONE_HOUR. Columns as marts.findings before ids.
+with days as (
+    select distinct cast(date_trunc('day', bucket_start) as date) as day
+    from intermediate.int_billing__instance_lines
+),
+
+plan_days as (
+    select p.*, d.day,
+           (select coalesce(sum(b.compute_ms), 0) from intermediate.int_runpod__pod_buckets b
+             where b.plan_id = p.plan_id and cast(date_trunc('day', b.bucket_start) as date) = d.day) as used_ms
+    from config.savings_plans p
+    join days d on d.day >= p.start_day and d.day < p.end_day
+),
+
+unused as (
+    select 'SAVINGS_PLAN_UNUSED' as code, 'warning' as severity, 'plan:' || plan_id as resource_id, day,
+           day::timestamptz as window_start, day::timestamptz + interval 1 day as window_end,
+           86400000 as ms,
+           cast(upfront_usd / (end_day - start_day) as decimal(38, 12)) as amount_at_stake,
+           'Savings plan ' || plan_id || ' (' || gpu_count || ' × ' || gpu_type || ', $' || upfront_usd
+               || ' paid up front for ' || start_day || ' to ' || end_day || ') covered no running pod on '
+               || day || ': one day of the commitment, $' || round(upfront_usd / (end_day - start_day), 2)
+               || ', bought nothing. A plan applies to the next deployment of the same GPU type after a stop.'
+               as message
+    from plan_days
+    where used_ms = 0
+),
+
+expiring as (
+    select 'SAVINGS_PLAN_EXPIRING', 'info', 'plan:' || p.plan_id, d.day,
+           d.day::timestamptz, p.end_day::timestamptz, 0, cast(0 as decimal(38, 12)),
+           'Savings plan ' || p.plan_id || ' (' || p.gpu_count || ' × ' || p.gpu_type || ') expires on ' || p.end_day
+               || ', ' || (p.end_day - d.day) || ' day(s) after ' || d.day
+               || ' (savings_plan_expiry_warning_days = ' || cfg_int('savings_plan_expiry_warning_days')
+               || '); after that its pods bill at the on-demand rate.'
+    from config.savings_plans p
+    join days d on d.day < p.end_day and p.end_day - d.day <= cfg_int('savings_plan_expiry_warning_days')
+        and d.day >= p.start_day
+),
+
+balance as (
+    select 'BALANCE_BELOW_ONE_HOUR', 'error', 'account', cast(date_trunc('day', observed_at) as date),
+           observed_at, observed_at + interval 1 hour, 3600000,
+           cast(spend_per_hour - balance as decimal(38, 12)),
+           'At ' || strftime(observed_at, '%Y-%m-%dT%H:%M:%SZ') || ' the account balance $' || round(balance, 2)
+               || ' could not cover one hour of the current spend ($' || round(spend_per_hour, 2)
+               || '/h); on-demand deploys need at least one hour of balance.'
+    from staging.stg_runpod__balance
+    where balance < spend_per_hour
+    qualify row_number() over (partition by cast(date_trunc('day', observed_at) as date)
+                               order by balance - spend_per_hour, observed_at) = 1
+)
+
+select * from unused
+union all select * from expiring
+union all select * from balance

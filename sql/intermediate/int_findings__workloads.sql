@@ -1,0 +1,146 @@
+-- grain: one row per finding about workloads: STARTUP_BUDGET_EXCEEDED, UNSCHEDULABLE_GPU,
+-- SCALE_TO_ZERO_LATE. Columns as marts.findings before ids (code … ms, amount_at_stake, message).
+with versions as (
+    select * from staging.stg_k8s__pods
+),
+
+killed_runs as (
+    -- runs of the main container that ended before the pod first became ready
+    select distinct v.cluster, v.pod_uid,
+           v.main_status.lastState.terminated.startedAt as run_start,
+           v.main_status.lastState.terminated.finishedAt as run_end,
+           v.startup_period_seconds * v.startup_failure_threshold as budget_s,
+           v.startup_period_seconds as period_s
+    from versions v
+    where v.main_status.lastState.terminated.finishedAt is not null
+      and v.startup_period_seconds is not null
+),
+
+budget as (
+    select k.cluster, k.pod_uid, w.resource_id, w.namespace, w.pod_name, w.node_name, w.gpus,
+           min(k.run_start) as first_start, max(k.run_end) as last_kill,
+           count(*) as restarts, any_value(k.budget_s) as budget_s,
+           sum(epoch_ms(k.run_end) - epoch_ms(k.run_start)) as killed_ms
+    from killed_runs k
+    join intermediate.int_resource__workloads w using (cluster, pod_uid)
+    where k.run_end <= coalesce(w.ready_at, w.window_end_at)
+      and epoch_ms(k.run_end) - epoch_ms(k.run_start) >= (k.budget_s - k.period_s) * 1000
+    group by all
+),
+
+capacity as (
+    select r.resource_id, max(n.gpu_capacity) as gpus
+    from staging.stg_k8s__nodes n
+    join intermediate.int_k8s__node_resources r using (cluster, node_name)
+    group by all
+),
+
+startup_budget as (
+    select
+        'STARTUP_BUDGET_EXCEEDED' as code, 'warning' as severity, b.resource_id,
+        cast(date_trunc('day', b.first_start) as date) as day,
+        b.first_start as window_start, b.last_kill as window_end,
+        b.killed_ms as ms,
+        cast(r.compute_rate_per_hour * b.killed_ms / 3600000 * b.gpus / greatest(coalesce(c.gpus, b.gpus), b.gpus)
+             as decimal(38, 12)) as amount_at_stake,
+        'Pod ' || b.namespace || '/' || b.pod_name || ' on node ' || b.node_name || ' took longer to start than its'
+            || ' startup probe allows (failureThreshold × periodSeconds = ' || b.budget_s || ' s): the probe killed it '
+            || b.restarts || ' time(s), wasting ' || (b.killed_ms // 1000) || ' s of billed GPU time on '
+            || b.gpus || ' GPU(s) before it started for good.' as message
+    from budget b
+    left join intermediate.int_runpod__pod_rates r on r.pod_id = b.resource_id
+    left join capacity c using (resource_id)
+),
+
+failed_scheduling as (
+    select e.cluster, e.object_uid as pod_uid, e.object_namespace as namespace, e.object_name as pod_name,
+           min(e.first_at) as first_at, max(e.last_at) as last_at, sum(e.event_count) as attempts,
+           any_value(e.message) as message
+    from staging.stg_k8s__events e
+    where e.object_kind = 'Pod' and e.reason = 'FailedScheduling'
+      and e.message like '%Insufficient nvidia.com/gpu%'
+    group by all
+),
+
+pending as (
+    select f.*, coalesce(w.scheduled_at, w.deleted_at, w.window_end_at, f.last_at) as pending_until
+    from failed_scheduling f
+    left join intermediate.int_k8s__workloads w using (cluster, pod_uid)
+),
+
+unschedulable as (
+    select
+        'UNSCHEDULABLE_GPU', 'warning', 'pod:' || p.namespace || '/' || p.pod_name,
+        cast(date_trunc('day', p.first_at) as date),
+        p.first_at, greatest(least(p.pending_until, '2100-01-01'::timestamptz), p.first_at + interval 1 second),
+        epoch_ms(greatest(least(p.pending_until, '2100-01-01'::timestamptz), p.first_at + interval 1 second))
+            - epoch_ms(p.first_at),
+        cast(0 as decimal(38, 12)),
+        'Pod ' || p.namespace || '/' || p.pod_name || ' stayed Pending (' || p.attempts
+            || ' FailedScheduling event(s): "' || p.message || '") while ' || count(distinct s.resource_id)
+            || ' GPU node(s) were billed (' || string_agg(distinct s.resource_id, ', ')
+            || '). The money is in those nodes'' idle_gap rows, not counted again here.'
+    from pending p
+    join intermediate.int_resource__compute_sessions s
+      on s.start_at < p.pending_until and s.end_at > p.first_at
+    group by p.namespace, p.pod_name, p.first_at, p.pending_until, p.attempts, p.message
+),
+
+bad_spec as (
+    select
+        'UNSCHEDULABLE_GPU', 'warning', 'pod:' || namespace || '/' || pod_name,
+        cast(date_trunc('day', created_at) as date), created_at, created_at + interval 1 second, 0,
+        cast(0 as decimal(38, 12)),
+        'Pod ' || namespace || '/' || pod_name || ' requests ' || gpus_requested || ' nvidia.com/gpu but limits '
+            || gpus || ': extended resources must have request = limit (or a limit alone), so it cannot be scheduled.'
+    from intermediate.int_k8s__workloads
+    where gpus_requested > 0 and gpus_requested <> gpus
+),
+
+deactivations as (
+    select e.cluster, e.object_namespace as namespace, e.object_name as scaled_object, e.last_at as deactivated_at,
+           o.target_name, o.cooldown_seconds
+    from staging.stg_k8s__events e
+    join staging.stg_k8s__scaled_objects o
+      on o.cluster = e.cluster and o.kind = 'ScaledObject' and o.namespace = e.object_namespace
+     and o.name = e.object_name
+    where e.object_kind = 'ScaledObject' and e.reason = 'KEDAScaleTargetDeactivated'
+),
+
+late_replicas as (
+    select d.*, w.resource_id, w.pod_name, w.gpus, w.window_end_at,
+           d.deactivated_at + to_seconds(d.cooldown_seconds) as due_at
+    from deactivations d
+    join intermediate.int_resource__workloads w
+      on w.cluster = d.cluster and w.namespace = d.namespace and starts_with(w.pod_name, d.target_name || '-')
+     and w.scheduled_at < d.deactivated_at
+     and w.window_end_at > d.deactivated_at + to_seconds(d.cooldown_seconds + cfg_int('scale_to_zero_tolerance_seconds'))
+),
+
+scale_to_zero as (
+    select
+        'SCALE_TO_ZERO_LATE', 'warning', l.resource_id, cast(date_trunc('day', l.due_at) as date),
+        min(l.due_at), max(least(l.window_end_at, '2100-01-01'::timestamptz)),
+        sum(epoch_ms(least(l.window_end_at, '2100-01-01'::timestamptz)) - epoch_ms(l.due_at)),
+        cast(sum(r.compute_rate_per_hour * (epoch_ms(least(l.window_end_at, '2100-01-01'::timestamptz)) - epoch_ms(l.due_at))
+                 / 3600000 * l.gpus / greatest(coalesce(c.gpus, l.gpus), l.gpus)) as decimal(38, 12)),
+        count(*) || ' replica(s) of ' || any_value(l.namespace) || '/' || any_value(l.target_name)
+            || ' kept running on ' || l.resource_id || ' after KEDA deactivated ScaledObject '
+            || any_value(l.scaled_object) || ' at ' || strftime(min(l.deactivated_at), '%Y-%m-%dT%H:%M:%SZ')
+            || '; cooldownPeriod ' || any_value(l.cooldown_seconds) || ' s + scale_to_zero_tolerance_seconds '
+            || cfg_int('scale_to_zero_tolerance_seconds') || ' s had passed (last replica ended '
+            || strftime(max(least(l.window_end_at, '2100-01-01'::timestamptz)), '%Y-%m-%dT%H:%M:%SZ') || ').'
+    from late_replicas l
+    left join intermediate.int_runpod__pod_rates r on r.pod_id = l.resource_id
+    left join capacity c using (resource_id)
+    group by l.resource_id, l.cluster, l.scaled_object, l.deactivated_at, l.due_at
+),
+
+final as (
+    select * from startup_budget
+    union all select * from unschedulable
+    union all select * from bad_spec
+    union all select * from scale_to_zero
+)
+
+select * from final
