@@ -43,6 +43,9 @@ class Thresholds:
     scale_to_zero_tolerance_seconds: int = 60
     # SAVINGS_PLAN_EXPIRING: warn this many days before a plan's fixed expiry.
     savings_plan_expiry_warning_days: int = 14
+    # Settlement: a bill bucket pulled less than this long after it ended is `provisional`
+    # (Runpod data arrives up to ~1 h late and can be restated; a day of margin).
+    settlement_lag_hours: int = 24
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,31 @@ stopped as (
     group by all
 ),
 
+active as (
+    -- days each workload ran on its resource, clipped to the day (for resources without a bill)
+    select w.resource_id, d.day,
+           greatest(w.scheduled_at, d.day::timestamptz) as a,
+           least(w.window_end_at, d.day::timestamptz + interval 1 day) as b
+    from intermediate.int_resource__workloads w,
+         lateral (select unnest(generate_series(cast(date_trunc('day', w.scheduled_at) as date),
+                  cast(date_trunc('day', least(w.window_end_at, now()) - interval 1 millisecond) as date),
+                  interval 1 day))::date as day) d
+),
+
+estimates as (
+    -- work observed with no bill: lifecycle span × the pod's rate (inventory or rate card)
+    select a.resource_id, a.day,
+           cast(any_value(r.compute_rate_per_hour) * (epoch_ms(max(a.b)) - epoch_ms(min(a.a))) / 3600000
+                as decimal(38, 12)) as estimated_usd
+    from active a
+    left join intermediate.int_runpod__pod_rates r on r.pod_id = a.resource_id
+    group by a.resource_id, a.day
+),
+
 instance_days as (
     select resource_id, day from instance_bill
     union select resource_id, day from finished
+    union select resource_id, day from estimates
 ),
 
 instance as (
@@ -56,7 +78,7 @@ instance as (
         coalesce(b.lingering_ms, 0) as lingering_ms,
         0 as idle_ms,
         coalesce(b.billed_amount, 0) as billed_amount,
-        case when b.resource_id is null then null
+        case when b.resource_id is null then e.estimated_usd
              else coalesce(g.expected_compute, 0) + coalesce(k.disk_usd, 0) end as expected_amount,
         coalesce(b.seconds_derived, false) as seconds_derived,
         coalesce(b.rate_missing, false) as rate_missing
@@ -66,6 +88,7 @@ instance as (
     left join disk k using (resource_id, day)
     left join finished f using (resource_id, day)
     left join stopped s using (resource_id, day)
+    left join estimates e using (resource_id, day)
 ),
 
 serverless as (
@@ -100,7 +123,11 @@ final as (
         cast(billed_amount as decimal(38, 12)) as billed_amount,
         cast(expected_amount as decimal(38, 12)) as expected_amount,
         seconds_derived,
-        rate_missing
+        rate_missing,
+        (select case when bool_or(b.state = 'restated') then 'restated'
+                     when bool_or(b.state = 'provisional') then 'provisional' else 'settled' end
+           from intermediate.int_billing__bucket_states b
+          where b.resource_id = unioned.resource_id and b.day = unioned.day) as bill_state
     from unioned
 )
 

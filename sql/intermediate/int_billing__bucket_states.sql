@@ -1,0 +1,58 @@
+-- grain: one row per billed resource and bucket (Runpod v2 pods, serverless, network volumes):
+-- every pull of it is a version; the bucket is `restated` when a later pull changed its amount,
+-- `provisional` when the latest pull came before the bucket ended + settlement_lag_hours (or
+-- while it was still in progress), else `settled`. Saved files with no pull time are `settled`.
+with lines as (
+    select
+        case source when 'v2_pods' then 'instance' when 'v2_serverless' then 'serverless'
+             else 'network_volume' end as resource_kind,
+        coalesce(doc ->> '$.podId', doc ->> '$.serverlessId', doc ->> '$.networkVolumeId') as resource_id,
+        try_cast(doc ->> '$.startTime' as timestamptz) as bucket_start,
+        try_cast(doc ->> '$.endTime' as timestamptz) as bucket_end,
+        try_cast(doc ->> '$.totalAmount' as decimal(38, 12)) as amount,
+        try_cast(pulled_at as timestamptz) as pulled_at
+    from raw.runpod_billing
+    where source in ('v2_pods', 'v2_serverless', 'v2_network_volumes')
+),
+
+versions as (
+    select resource_kind, resource_id, bucket_start, bucket_end, pulled_at, max(amount) as amount
+    from lines
+    where bucket_start is not null and resource_id is not null
+    group by all
+),
+
+ordered as (
+    select
+        *,
+        lag(amount) over w as previous_amount,
+        row_number() over (partition by resource_id, bucket_start order by pulled_at desc nulls last) as recency,
+        count(*) over (partition by resource_id, bucket_start) as pulls,
+        first_value(amount) over w as first_amount
+    from versions
+    window w as (partition by resource_id, bucket_start order by pulled_at nulls first)
+),
+
+changes as (
+    select resource_id, bucket_start, count(*) filter (where previous_amount is not null
+                                                         and previous_amount <> amount) as changes
+    from ordered
+    group by all
+),
+
+final as (
+    select
+        o.resource_kind, o.resource_id, o.bucket_start, o.bucket_end,
+        cast(date_trunc('day', o.bucket_start) as date) as day,
+        o.pulls, o.pulled_at as last_pulled_at, o.first_amount, o.amount as latest_amount,
+        o.amount - o.first_amount as restated_change,
+        case when c.changes > 0 then 'restated'
+             when o.pulled_at is null then 'settled'
+             when o.pulled_at < o.bucket_end + to_hours(cfg_int('settlement_lag_hours')) then 'provisional'
+             else 'settled' end as state
+    from ordered o
+    join changes c using (resource_id, bucket_start)
+    where o.recency = 1
+)
+
+select * from final

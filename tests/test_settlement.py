@@ -1,0 +1,68 @@
+"""Late and restated bills: every pull is kept; marts show provisional / settled / restated."""
+
+import json
+from decimal import Decimal
+
+from recon.pipeline import run
+from recon.warehouse import connect
+
+
+def envelope(records, pulled):
+    return {"records": records, "metadata": {"query": {}},
+            "x_recon": {"endpoint": "/v2/billing/pods", "pulledAt": pulled}}
+
+
+def rec(hour, amount, pod="p1"):
+    return {"startTime": f"2026-06-01T{hour:02d}:00:00Z", "endTime": f"2026-06-01T{hour + 1:02d}:00:00Z",
+            "podId": pod, "totalAmount": amount, "gpuAmount": amount, "cpuAmount": 0, "diskAmount": 0}
+
+
+def test_restated_then_settled(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "recon.toml").write_text('[rates.pod_per_hour]\np1 = "1.00"\np2 = "1.00"\n')
+    # first pull at 12:30 on the day: hour 12 still in progress
+    (d / "pull1.json").write_text(json.dumps(envelope(
+        [rec(10, 1.0), rec(11, 1.0), rec(12, 0.5)], "2026-06-01T12:30:00Z")))
+    db = tmp_path / "db.duckdb"
+    run(d, db)
+    con = connect(db, read_only=True)
+    assert con.execute("select state, amount from marts.settlement").fetchall() == [
+        ("provisional", Decimal("2.5"))]
+    con.close()
+    # two days later the provider restates hour 11 and completes hour 12
+    (d / "pull2.json").write_text(json.dumps(envelope(
+        [rec(10, 1.0), rec(11, 0.75), rec(12, 1.0)], "2026-06-03T09:00:00Z")))
+    run(d, db)  # same warehouse: the rerun picks up the new pull
+    con = connect(db, read_only=True)
+    assert con.execute("select state, amount, restated_change, restated_buckets "
+                       "from marts.settlement").fetchall() == [
+        ("restated", Decimal("2.75"), Decimal("0.25"), 2)]
+    assert con.execute("select billed_seconds, bill_state from marts.resource_day").fetchall() == [
+        (Decimal("9900.000"), "restated")]
+    r = con.execute("select bucket_start::varchar, previous_amount, amount, change "
+                    "from marts.restatements order by bucket_start").fetchall()
+    assert r == [("2026-06-01 11:00:00+00", Decimal("1"), Decimal("0.75"), Decimal("-0.25")),
+                 ("2026-06-01 12:00:00+00", Decimal("0.5"), Decimal("1"), Decimal("0.5"))]
+    con.close()
+
+
+def test_settled_and_estimated(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "recon.toml").write_text('[rates.pod_per_hour]\np1 = "1.00"\np2 = "2.00"\n')
+    (d / "pull.json").write_text(json.dumps(envelope([rec(10, 1.0)], "2026-06-03T00:00:00Z")))
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "w", "namespace": "ml", "uid": "u1", "resourceVersion": "1",
+                        "creationTimestamp": "2026-06-01T08:00:00Z"},
+           "spec": {"nodeName": "p2", "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+           "status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-06-01T08:00:00Z"}],
+                      "containerStatuses": [{"name": "c", "state": {"terminated": {
+                          "startedAt": "2026-06-01T08:00:00Z", "finishedAt": "2026-06-01T09:00:00Z"}}}]}}
+    (d / "pods.jsonl").write_text(json.dumps({"type": "ADDED", "object": pod}) + "\n")
+    (d / "inv.json").write_text(json.dumps({"pods": [{"id": "p2", "status": "RUNNING", "cost": 2.0}],
+                                            "x_recon": {"pulledAt": "2026-06-01T08:30:00Z"}}))
+    run(d, tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    assert con.execute("select resource_id, state, amount from marts.settlement order by 1").fetchall() == [
+        ("p1", "settled", Decimal("1")), ("p2", "estimated", Decimal("2"))]
