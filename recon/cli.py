@@ -178,6 +178,143 @@ def quarantine(db: Path = typer.Option(Path("data/recon.duckdb")), limit: int = 
     console.print(t)
 
 
+@app.command()
+def serve(landing_dir: Path = typer.Option(Path("data/landing"), help="Landing area to load"),
+          db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to write"),
+          cron: str = typer.Option("30 2 * * *", help="UTC cron; each run reconciles the day before"),
+          port: int = typer.Option(4200, help="Port of the local Prefect server started when "
+                                              "PREFECT_API_URL is not set")):
+    """Run the daily reconciliation on its schedule from this process (no work pool needed).
+
+    Example: recon serve --landing-dir /data/landing --db data/recon.duckdb
+    """
+    from flows.serve import serve_daily
+
+    serve_daily(str(landing_dir), str(db), cron, port)
+
+
+def _open_db(db: Path):
+    from .warehouse import connect
+
+    if not db.exists():
+        err.print(f"[red]error:[/red] {db} does not exist; run `recon run` or `recon demo` first")
+        raise typer.Exit(2)
+    return connect(db, read_only=True)
+
+
+@app.command("export")
+def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the files into"),
+               day: str | None = typer.Option(None, "--day", help="UTC day YYYY-MM-DD: "
+                                                 "costs_<day>.csv and findings_<day>.csv"),
+               month: str | None = typer.Option(None, "--month", help="YYYY-MM: daily files for "
+                                                   "every day with data plus focus_<month>.csv/.parquet"),
+               db: Path = typer.Option(Path("data/recon.duckdb")),
+               account_id: str = typer.Option("runpod", help="FOCUS BillingAccountId"),
+               account_name: str = typer.Option("Runpod account", help="FOCUS BillingAccountName")):
+    """Write finance CSVs (costs by team, findings) and a FOCUS 1.2 file; totals tie to the bill.
+
+    Example: recon export --month 2026-06 --out exports/
+    """
+    from . import exports
+
+    if (day is None) == (month is None):
+        err.print("[red]error:[/red] give exactly one of --day or --month")
+        raise typer.Exit(2)
+    try:
+        if day is not None:
+            exports.parse_day(day)
+        else:
+            exports.parse_month(month)
+    except ValueError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    con = _open_db(db)
+    if day is not None:
+        paths = exports.export_day(con, day, out)
+    else:
+        paths = exports.export_month(con, month, out, account_id, account_name)
+    for p in paths:
+        console.print(f"wrote {p}")
+
+
+@app.command("report")
+def report_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
+               db: Path = typer.Option(Path("data/recon.duckdb")),
+               out: Path | None = typer.Option(None, "--out",
+                                                  help="HTML file (default: report_<day>.html)")):
+    """Write a self-contained HTML page for a day: bill split, findings, instance timelines, trend.
+
+    Example: recon report --day 2026-06-01 --out report.html
+    """
+    from .exports import parse_day
+    from .report import write_report
+
+    try:
+        parse_day(day)
+    except ValueError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    con = _open_db(db)
+    path = write_report(con, day, out or Path(f"report_{day}.html"), db_label=str(db))
+    console.print(f"wrote {path}")
+
+
+@app.command("schema")
+def schema_cmd(markdown: bool = typer.Option(False, "--markdown", help="Print Markdown tables")):
+    """List the marts and what each column means.
+
+    Example: recon schema --markdown
+    """
+    from .schema import MARTS
+
+    for table, spec in MARTS.items():
+        if markdown:
+            print(f"\n### `marts.{table}`\n\n{spec['grain']}.\n\n| column | meaning |\n|---|---|")
+            for col, desc in spec["columns"].items():
+                print(f"| `{col}` | {desc} |")
+            continue
+        t = Table("column", "meaning", title=f"marts.{table} — {spec['grain']}", title_justify="left")
+        for col, desc in spec["columns"].items():
+            t.add_row(col, desc)
+        console.print(t)
+
+
+@app.command()
+def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing area to append to"),
+            kubeconfig: Optional[str] = typer.Option(None, help="kubeconfig path (default: "
+                                                     "in-cluster, else ~/.kube/config)"),
+            context: list[str] = typer.Option([], help="kube context; repeat for several "
+                                              "clusters, or 'all'"),
+            once: bool = typer.Option(False, help="List everything once and exit"),
+            run_seconds: Optional[float] = typer.Option(None, help="Stop after this long"),
+            verbose: bool = typer.Option(False, "-v")):
+    """Watch pods, events, nodes, jobs and KEDA objects; append every version to LANDING.
+
+    Example: recon collect --landing /data/landing --context prod-eu --context prod-us
+    """
+    import signal
+    import threading
+
+    from connectors.kubernetes import collect as k8s_collect
+    from connectors.kubernetes import collect_once, default_clusters
+
+    _logging(verbose)
+    clusters = default_clusters(kubeconfig, (context if context != ["all"] else "all") or None)
+    if once:
+        c = collect_once(landing, clusters)
+    else:
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        err.print(f"collecting from {len(clusters)} cluster(s) into {landing}; Ctrl-C or SIGTERM stops")
+        try:
+            c = k8s_collect(landing, clusters, stop_event=stop, run_seconds=run_seconds,
+                            on_progress=lambda snap: err.print(f"[dim]{snap['totals']}[/dim]"))
+        except KeyboardInterrupt:
+            stop.set()
+            return
+    console.print(c.snapshot()["totals"])
+
+
 def main():
     app()
 

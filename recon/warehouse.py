@@ -154,8 +154,12 @@ def sql_models() -> list[tuple[str, str, Path]]:
     return out
 
 
-def build(con, timings: dict | None = None) -> None:
-    """Build staging → intermediate → marts → checks from sql/, in one transaction."""
+def build(con, timings: dict | None = None, model_timings: dict | None = None) -> None:
+    """Build staging → intermediate → marts → checks from sql/, in one transaction.
+
+    `timings` gets seconds per layer; `model_timings` (optional) seconds per model, keyed
+    `<layer>.<name>` (the benchmark harness reads it, e.g. `marts.findings`).
+    """
     import time
 
     con.execute("begin transaction")
@@ -169,8 +173,11 @@ def build(con, timings: dict | None = None) -> None:
                 con.execute(f"create or replace table {layer}.{name} as\n{body}")
             except duckdb.Error as e:
                 raise RuntimeError(f"{path.relative_to(SQL_DIR.parent)}: {e}") from None
+            dt = time.perf_counter() - t0
             if timings is not None:
-                timings[layer] = timings.get(layer, 0.0) + time.perf_counter() - t0
+                timings[layer] = timings.get(layer, 0.0) + dt
+            if model_timings is not None:
+                model_timings[f"{layer}.{name}"] = dt
         con.execute("commit")
     except BaseException:
         con.execute("rollback")

@@ -34,6 +34,11 @@ folded as (
         min(deletion_at - to_seconds(coalesce(deletion_grace_seconds, 0))) as deletion_requested_at,
         bool_or(event_type = 'DELETED') as deleted,
         max(labels ->> ('$."' || cfg('team_label') || '"')) as team,
+        -- the workload a pod belongs to: a naming label, else its name without generated suffixes
+        coalesce(nullif(max(labels ->> '$."app.kubernetes.io/name"'), ''), nullif(max(labels ->> '$.app'), ''),
+                 nullif(max(labels ->> '$."scaledjob.keda.sh/name"'), ''),
+                 nullif(regexp_replace(regexp_replace(arg_max(pod_name, created_at), '-[a-z0-9]{5}$', ''),
+                                       '-([0-9]{8,}|[a-z0-9]{9,10})$', ''), '')) as workload,
         max(startup_period_seconds) as startup_period_seconds,
         max(startup_failure_threshold) as startup_failure_threshold,
         count(*) as versions_seen

@@ -1,7 +1,7 @@
 -- grain: one row per GPU workload (pod with a GPU limit, scheduled on a node) with its resource.
 with final as (
     select
-        w.cluster, w.pod_uid, w.namespace, w.pod_name, w.node_name, w.team, w.gpus,
+        w.cluster, w.pod_uid, w.namespace, w.pod_name, w.node_name, w.team, w.workload, w.gpus,
         r.resource_id,
         w.scheduled_at,
         w.ready_at,

@@ -1,108 +1,133 @@
--- grain: one row per (day, team, namespace, workload, resource_id, category).
--- Instance compute is split among the GPU workloads active in each elementary segment by the
--- share of the node's GPUs each held (busy: ready and running; startup: scheduled, not ready);
--- the GPUs nobody held, node boot, idle gaps and tails are `__idle__`; `unobserved` compute is
--- `__unallocated__`. Storage follows the same rule per day (running disk → the day's workloads
--- by their compute share; lingering disk and network volumes → `__idle__`). Serverless
--- execution goes to the endpoint; its cold start, idle and rounding to `__idle__`.
--- The amounts of a day add up to the bill of that day (checks/allocation_ties_to_bill).
+-- grain: one row per (day, team, namespace, workload, resource_id, category): who the bill's
+-- money went to. The amounts of a resource-day add up to its billed_amount (to 1e-9 USD here;
+-- `recon export` absorbs that rounding so its CSV ties to the cent and beyond).
+-- Rules (OpenCost-style: leftovers are rows, so totals tie to the bill):
+-- * instance busy/startup segments: each GPU workload present gets its GPUs ÷ max(node GPU
+--   capacity, GPUs held); the GPUs nobody held, node boot (no workload), idle_gap and tail
+--   → `__idle__`; unobserved → `__unallocated__`;
+-- * storage_running follows the resource-day's compute split (by seconds); storage_lingering
+--   → `__idle__`; network volumes: the lingering part of each hour → `__idle__`, the attached
+--   part → `__unallocated__` (a volume has no team);
+-- * serverless idle → `__idle__`; execution, cold_start, rounding, unobserved → `__unallocated__`
+--   (endpoints carry no team label);
+-- * what the segments do not explain of a resource-day's bill (a missing rate) →
+--   `__unallocated__`, category `unreconciled`.
+-- Leftover rows repeat the marker as namespace and name the billed resource as workload.
+-- A pod without a team label counts as `__unallocated__`.
 with segments as (
     select * from intermediate.int_resource__instance_segments
 ),
 
-workloads as (
-    select w.*, split_part(w.pod_name, '-', 1) || coalesce('-' || nullif(split_part(w.pod_name, '-', 2), ''), '')
-               as workload
-    from intermediate.int_resource__workloads w
-),
-
 capacity as (
-    select resource_id, max(gpu_capacity) as gpus
+    select r.resource_id, max(n.gpu_capacity) as gpus
     from staging.stg_k8s__nodes n
     join intermediate.int_k8s__node_resources r using (cluster, node_name)
     group by all
 ),
 
-holders as (
-    select
-        g.resource_id, g.session_id, g.seg_start, g.category, w.team, w.namespace, w.workload,
-        w.gpus
+present as (
+    select g.resource_id, g.seg_start, g.day, g.category, g.ms, g.amount_usd, g.expected_usd,
+           w.team, w.namespace, w.workload, w.gpus,
+           sum(w.gpus) over (partition by g.resource_id, g.seg_start) as held
     from segments g
-    join workloads w
-      on w.resource_id = g.resource_id
-     and ((g.category = 'busy' and w.ready_at <= g.seg_start and w.window_end_at >= g.seg_end)
-       or (g.category = 'startup' and w.scheduled_at <= g.seg_start
-           and coalesce(w.ready_at, w.window_end_at) >= g.seg_end))
+    join intermediate.int_resource__workloads w
+      on w.resource_id = g.resource_id and g.category in ('busy', 'startup')
+     and w.scheduled_at < g.seg_end and w.window_end_at > g.seg_start
 ),
 
 shares as (
-    select h.*, greatest(coalesce(c.gpus, 0), sum(h.gpus) over (partition by h.resource_id, h.seg_start))
-               as denominator
-    from holders h
-    left join capacity c using (resource_id)
+    select p.*, greatest(coalesce(c.gpus, 0), p.held) as total
+    from present p left join capacity c using (resource_id)
 ),
 
-allocated as (
-    select s.resource_id, g.day, s.category, coalesce(s.team, '__unlabelled__') as team, s.namespace,
-           s.workload,
-           g.ms * s.gpus / s.denominator as ms,
-           cast(g.amount_usd * s.gpus / s.denominator as decimal(38, 12)) as amount,
-           cast(g.expected_usd * s.gpus / s.denominator as decimal(38, 12)) as expected_amount
-    from shares s
-    join segments g using (resource_id, seg_start)
+held_pieces as (
+    select resource_id, day, category, coalesce(team, '__unallocated__') as team,
+           coalesce(namespace, '__unallocated__') as namespace, workload,
+           ms * gpus / total as ms, amount_usd * gpus / total as amount,
+           expected_usd * gpus / total as expected_amount
+    from shares
 ),
 
-instance_rest as (
+unheld_pieces as (
+    -- the share of each busy/startup segment no workload held, and segments with no workload
     select g.resource_id, g.day, g.category,
            case when g.category = 'unobserved' then '__unallocated__' else '__idle__' end as team,
-           null as namespace, null as workload,
-           g.ms - coalesce(sum(a.ms), 0) as ms,
-           g.amount_usd - coalesce(sum(a.amount), 0) as amount,
-           g.expected_usd - coalesce(sum(a.expected_amount), 0) as expected_amount
+           g.ms * (1 - coalesce(s.held_share, 0)) as ms,
+           g.amount_usd * (1 - coalesce(s.held_share, 0)) as amount,
+           g.expected_usd * (1 - coalesce(s.held_share, 0)) as expected_amount
     from segments g
-    left join (select s.resource_id, s.seg_start, g2.ms * s.gpus / s.denominator as ms,
-                      cast(g2.amount_usd * s.gpus / s.denominator as decimal(38, 12)) as amount,
-                      cast(g2.expected_usd * s.gpus / s.denominator as decimal(38, 12)) as expected_amount
-               from shares s join segments g2 using (resource_id, seg_start)) a
-      on a.resource_id = g.resource_id and a.seg_start = g.seg_start
-    group by g.resource_id, g.seg_start, g.day, g.category, g.ms, g.amount_usd, g.expected_usd
+    left join (select distinct resource_id, seg_start, held / total as held_share from shares) s
+      using (resource_id, seg_start)
+    where coalesce(s.held_share, 0) < 1
 ),
 
-compute_share as (
-    select resource_id, day, team, namespace, workload,
-           sum(amount) / sum(sum(amount)) over (partition by resource_id, day) as share
-    from allocated
-    group by resource_id, day, team, namespace, workload
+compute_weights as (
+    select resource_id, day, team, namespace, workload, sum(ms) as ms
+    from (select resource_id, day, team, namespace, workload, ms from held_pieces
+          union all
+          select resource_id, day, team, team, resource_id, ms from unheld_pieces)
+    group by all
 ),
 
-storage as (
-    select b.resource_id, b.day, b.category, coalesce(c.team, '__idle__') as team, c.namespace,
-           c.workload,
-           b.seconds * 1000 * coalesce(c.share, 1) as ms,
-           cast(b.amount * coalesce(c.share, 1) as decimal(38, 12)) as amount,
-           cast(b.expected_amount * coalesce(c.share, 1) as decimal(38, 12)) as expected_amount
+storage_running as (
+    select b.resource_id, b.day, b.category,
+           coalesce(w.team, '__unallocated__') as team, coalesce(w.namespace, '__unallocated__') as namespace,
+           coalesce(w.workload, b.resource_id) as workload,
+           b.seconds * 1000 * coalesce(w.ms / sum(w.ms) over (partition by b.resource_id, b.day), 1) as ms,
+           b.amount * coalesce(w.ms / sum(w.ms) over (partition by b.resource_id, b.day), 1) as amount,
+           b.expected_amount * coalesce(w.ms / sum(w.ms) over (partition by b.resource_id, b.day), 1)
+               as expected_amount
     from marts.billed_segments b
-    left join compute_share c
-      on c.resource_id = b.resource_id and c.day = b.day and b.category = 'storage_running'
-    where b.category in ('storage_running', 'storage_lingering', 'network_volume')
+    left join compute_weights w on w.resource_id = b.resource_id and w.day = b.day and w.ms > 0
+    where b.category = 'storage_running'
 ),
 
-serverless as (
+network_volume_days as (
+    select volume_id as resource_id, cast(date_trunc('day', bucket_start) as date) as day,
+           sum(lingering_ms) as lingering_ms, sum(attached_ms) as attached_ms,
+           sum(total_amount_usd * lingering_ms / bucket_ms) as lingering_usd,
+           sum(total_amount_usd * attached_ms / bucket_ms) as attached_usd
+    from intermediate.int_storage__network_volume_buckets
+    where bucket_ms > 0
+    group by all
+),
+
+network_volume as (
+    select resource_id, day, 'network_volume' as category,
+           unnest(['__idle__', '__unallocated__']) as team,
+           unnest([lingering_ms, attached_ms]) as ms,
+           unnest([lingering_usd, attached_usd]) as amount
+    from network_volume_days
+),
+
+other as (
     select resource_id, day, category,
-           case when category = 'execution' then '__serverless__'
-                when category = 'unobserved' then '__unallocated__' else '__idle__' end as team,
-           case when category = 'execution' then 'serverless' end as namespace,
-           case when category = 'execution' then resource_id end as workload,
+           case when category in ('idle', 'storage_lingering') then '__idle__' else '__unallocated__' end as team,
            seconds * 1000 as ms, amount, expected_amount
     from marts.billed_segments
-    where resource_kind = 'serverless'
+    where category in ('storage_lingering', 'cold_start', 'execution', 'idle', 'rounding')
+       or (resource_kind = 'serverless' and category = 'unobserved')
+),
+
+unreconciled as (
+    select d.resource_id, d.day, 'unreconciled' as category, '__unallocated__' as team, 0 as ms,
+           d.billed_amount - coalesce(sum(b.amount), 0) as amount, cast(null as double) as expected_amount
+    from marts.resource_day d
+    left join marts.billed_segments b using (resource_id, day)
+    group by d.resource_id, d.day, d.billed_amount
+    having abs(d.billed_amount - coalesce(sum(b.amount), 0)) > 0.000001
 ),
 
 unioned as (
-    select resource_id, day, category, team, namespace, workload, ms, amount, expected_amount from allocated
-    union all select * from instance_rest where ms <> 0 or amount <> 0
-    union all select * from storage
-    union all select * from serverless
+    select resource_id, day, category, team, namespace, workload, ms, amount, expected_amount
+    from held_pieces
+    union all select resource_id, day, category, team, team, resource_id, ms, amount, expected_amount
+    from unheld_pieces
+    union all select * from storage_running
+    union all select resource_id, day, category, team, team, resource_id, ms, amount, amount from network_volume
+    union all select resource_id, day, category, team, team, resource_id, ms, amount, expected_amount from other
+    union all select resource_id, day, category, team, team, resource_id, ms, amount, expected_amount
+    from unreconciled
 ),
 
 final as (
@@ -111,9 +136,10 @@ final as (
            cast(sum(amount) as decimal(38, 12)) as amount,
            cast(sum(expected_amount) as decimal(38, 12)) as expected_amount
     from unioned
+    where ms <> 0 or amount <> 0
     group by day, team, namespace, workload, resource_id, category
 )
 
 select * from final
 where day between cfg('day_from')::date and cfg('day_to')::date
-order by day, team, namespace nulls first, workload nulls first, resource_id, category
+order by day, team, namespace, workload, resource_id, category

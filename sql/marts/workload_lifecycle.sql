@@ -1,7 +1,7 @@
 -- grain: one row per Kubernetes pod (cluster, pod_uid), GPU or not.
 with final as (
     select
-        w.cluster, w.pod_uid, w.namespace, w.pod_name, w.node_name, r.resource_id, w.team,
+        w.cluster, w.pod_uid, w.namespace, w.pod_name, w.workload, w.node_name, r.resource_id, w.team,
         w.gpus, w.created_at, w.scheduled_at, w.started_at, w.ready_at, w.task_finished_at,
         w.deleted_at, w.restarts, w.exit_reason, w.exit_code,
         w.startup_period_seconds * w.startup_failure_threshold as startup_budget_seconds,

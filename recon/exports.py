@@ -1,0 +1,419 @@
+"""Finance exports: daily costs by team, findings, and a FOCUS 1.2 cost-and-usage file.
+
+Files (written into one `--out` folder, never outside it; each written to a temp file in the same
+folder and renamed into place, so a reader never sees half a file):
+
+* ``costs_<YYYY-MM-DD>.csv`` — one row per day × team × namespace × workload × category
+  (:data:`COSTS_COLUMNS`). Its ``billed_amount`` adds up **exactly** (all 12 decimals) to
+  ``sum(marts.resource_day.billed_amount)`` for the day.
+* ``findings_<YYYY-MM-DD>.csv`` — ``marts.findings`` for the day (:data:`FINDINGS_COLUMNS`).
+* ``focus_<YYYY-MM>.csv`` and ``.parquet`` — FOCUS 1.2: one row per resource × day × charge
+  category (:data:`FOCUS_COLUMNS`); ``BilledCost`` ties to ``resource_day`` the same way.
+
+Allocation (how bill money becomes team rows) is `marts.allocation`; its rules are written
+once, in ``sql/marts/allocation.sql``. The costs file aggregates that mart by day, team,
+namespace, workload and category, quantised to the file's scale; the marts' double-precision
+rounding (< 1e-6 USD per resource-day) is absorbed into that resource-day's largest row so the
+file ties to ``marts.resource_day`` exactly.
+
+CSV format: UTF-8, header row, ``,`` separated, ``\\n`` line ends; text cells are always
+double-quoted (so ids stay strings), numbers and timestamps never; NULL is an empty unquoted
+cell. Timestamps are ISO-8601 UTC with ``Z`` (event instants ``YYYY-MM-DDTHH:MM:SS.fffZ``,
+FOCUS period columns ``YYYY-MM-DDTHH:MM:SSZ``); days ``YYYY-MM-DD``. Money has exactly 12
+decimals (the marts' scale), seconds 3; never float-formatted. A text cell starting with
+``= + - @``, tab or CR is prefixed with ``'`` (spreadsheet formula neutralisation); numeric
+cells are left alone, so negative amounts stay numbers. Parquet holds the raw values
+(decimal128, timestamp[ms, UTC]).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
+from decimal import ROUND_HALF_EVEN, Decimal, localcontext
+from pathlib import Path
+
+IDLE = "__idle__"
+UNALLOCATED = "__unallocated__"
+MONEY_SCALE = 12
+SECONDS_SCALE = 3
+ABSORB_LIMIT = Decimal("0.000001")
+
+# (name, kind): kind is str | money | seconds | ts | period | date | bool
+COSTS_SPEC = (
+    ("day", "date"), ("team", "str"), ("namespace", "str"), ("workload", "str"),
+    ("category", "str"), ("seconds", "seconds"), ("billed_amount", "money"),
+    ("expected_amount", "money"),
+)
+FINDINGS_SPEC = (
+    ("finding_id", "str"), ("code", "str"), ("severity", "str"), ("resource_id", "str"),
+    ("day", "date"), ("window_start", "ts"), ("window_end", "ts"), ("seconds", "seconds"),
+    ("amount_at_stake", "money"), ("message", "str"),
+)
+FOCUS_SPEC = (
+    ("BillingAccountId", "str"), ("BillingAccountName", "str"), ("BillingCurrency", "str"),
+    ("BillingPeriodStart", "period"), ("BillingPeriodEnd", "period"),
+    ("ChargePeriodStart", "period"), ("ChargePeriodEnd", "period"),
+    ("ChargeCategory", "str"), ("ChargeClass", "str"), ("ChargeDescription", "str"),
+    ("ChargeFrequency", "str"),
+    ("BilledCost", "money"), ("EffectiveCost", "money"), ("ListCost", "money"),
+    ("ContractedCost", "money"),
+    ("PricingQuantity", "seconds"), ("PricingUnit", "str"),
+    ("ConsumedQuantity", "seconds"), ("ConsumedUnit", "str"),
+    ("ServiceName", "str"), ("ServiceCategory", "str"), ("ServiceSubcategory", "str"),
+    ("ProviderName", "str"), ("PublisherName", "str"), ("InvoiceIssuerName", "str"),
+    ("InvoiceId", "str"),
+    ("ResourceId", "str"), ("ResourceName", "str"), ("ResourceType", "str"),
+    ("x_ResourceKind", "str"), ("x_Category", "str"), ("x_ExpectedCost", "money"),
+    ("x_BilledSeconds", "seconds"), ("x_TaskFinishedAt", "ts"), ("x_ComputeStoppedAt", "ts"),
+    ("x_BilledAfterExitSeconds", "seconds"), ("x_LingeringStorageSeconds", "seconds"),
+    ("x_ServerlessIdleSeconds", "seconds"), ("x_FindingCodes", "str"),
+    ("x_SecondsDerived", "bool"), ("x_RateMissing", "bool"),
+)
+#: Stable column orders of the three CSV files (copy to the README).
+COSTS_COLUMNS = tuple(c for c, _ in COSTS_SPEC)
+FINDINGS_COLUMNS = tuple(c for c, _ in FINDINGS_SPEC)
+FOCUS_COLUMNS = tuple(c for c, _ in FOCUS_SPEC)
+#: FOCUS 1.2 mandatory columns (all present in FOCUS_COLUMNS).
+FOCUS_MANDATORY = (
+    "BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "BillingAccountId",
+    "BillingAccountName", "BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
+    "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodStart", "ChargePeriodEnd",
+    "PricingQuantity", "PricingUnit", "ServiceName", "ServiceCategory", "ProviderName",
+    "PublisherName", "InvoiceIssuerName",
+)
+
+_DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_MONTH_RE = re.compile(r"\d{4}-\d{2}")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+INSTANCE_COMPUTE = ("busy", "startup", "idle_gap", "tail", "unobserved")
+
+
+# ---------------------------------------------------------------- validation and writing
+
+def parse_day(s: str) -> date:
+    """A `YYYY-MM-DD` UTC day; anything else (paths, `..`, spaces) raises ValueError."""
+    if not isinstance(s, str) or not _DAY_RE.fullmatch(s):
+        raise ValueError(f"day must be YYYY-MM-DD, got {s!r}")
+    return date.fromisoformat(s)
+
+
+def parse_month(s: str) -> date:
+    """A `YYYY-MM` month → its first day; anything else raises ValueError."""
+    if not isinstance(s, str) or not _MONTH_RE.fullmatch(s):
+        raise ValueError(f"month must be YYYY-MM, got {s!r}")
+    return date.fromisoformat(s + "-01")
+
+
+def safe_target(out_dir: str | Path, name: str) -> Path:
+    """`out_dir/name`, refusing any name that is not a plain file name inside `out_dir`."""
+    if not _NAME_RE.fullmatch(name) or ".." in name:
+        raise ValueError(f"refusing output file name {name!r}")
+    root = Path(out_dir).resolve()
+    target = (root / name).resolve()
+    if target.parent != root:
+        raise ValueError(f"refusing to write {target} outside {root}")
+    return target
+
+
+def atomic_write(target: Path, write) -> Path:
+    """Call `write(binary_file)` on a temp file beside `target`, fsync, then os.replace."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600; give the file the usual mode
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+def fmt_decimal(v, scale: int) -> str:
+    """Exact fixed-point text with `scale` decimals (half-even), never via float."""
+    if isinstance(v, float):
+        raise TypeError("refusing to format a float as money/seconds")
+    q = Decimal(v).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_EVEN)
+    return format(q.copy_abs() if q.is_zero() else q, "f")
+
+
+def fmt_ts(v: datetime | None, millis: bool = True) -> str:
+    if v is None:
+        return ""
+    u = v.astimezone(UTC)
+    if not millis:
+        return u.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return u.strftime("%Y-%m-%dT%H:%M:%S.") + f"{u.microsecond // 1000:03d}Z"
+
+
+def neutralise(s: str) -> str:
+    """Prefix `'` to text a spreadsheet would run as a formula."""
+    return "'" + s if s.startswith(_FORMULA_START) else s
+
+
+def _cell(v, kind: str) -> str:
+    if v is None:
+        return ""
+    if kind == "str":
+        return '"' + neutralise(str(v)).replace('"', '""') + '"'
+    if kind == "money":
+        return fmt_decimal(v, MONEY_SCALE)
+    if kind == "seconds":
+        return fmt_decimal(v, SECONDS_SCALE)
+    if kind in ("ts", "period"):
+        return fmt_ts(v, millis=kind == "ts")
+    if kind == "date":
+        return v.isoformat()
+    if kind == "bool":
+        return "true" if v else "false"
+    raise ValueError(kind)
+
+
+def csv_bytes(spec, rows) -> bytes:
+    """Rows (dicts or tuples in spec order) → CSV bytes per the module's format rules."""
+    names = [n for n, _ in spec]
+    lines = [",".join(names)]
+    for r in rows:
+        vals = [r[n] for n in names] if isinstance(r, dict) else r
+        lines.append(",".join(_cell(v, k) for v, (_, k) in zip(vals, spec, strict=True)))
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def write_csv(target: Path, spec, rows) -> Path:
+    data = csv_bytes(spec, rows)
+    return atomic_write(target, lambda f: f.write(data))
+
+
+def write_parquet(target: Path, spec, rows: list[dict]) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    types = {"str": pa.string(), "money": pa.decimal128(38, MONEY_SCALE),
+             "seconds": pa.decimal128(38, SECONDS_SCALE), "ts": pa.timestamp("ms", tz="UTC"),
+             "period": pa.timestamp("ms", tz="UTC"), "date": pa.date32(), "bool": pa.bool_()}
+
+    def norm(v, kind):
+        if v is None:
+            return None
+        if kind == "money":
+            return Decimal(fmt_decimal(v, MONEY_SCALE))
+        if kind == "seconds":
+            return Decimal(fmt_decimal(v, SECONDS_SCALE))
+        return v
+
+    schema = pa.schema([(n, types[k]) for n, k in spec])
+    table = pa.table({n: pa.array([norm(r[n], k) for r in rows], type=types[k]) for n, k in spec},
+                     schema=schema)
+    return atomic_write(target, lambda f: pq.write_table(table, f))
+
+
+# ---------------------------------------------------------------- allocation
+
+@dataclass(frozen=True)
+class Share:
+    """A piece of one resource-day's bill attributed to one team/namespace/workload/category."""
+    resource_id: str
+    resource_kind: str
+    day: date
+    team: str
+    namespace: str
+    workload: str
+    category: str
+    seconds: Decimal
+    amount: Decimal
+    expected: Decimal | None
+
+
+def _q(v: Decimal, scale: int) -> Decimal:
+    return v.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_EVEN)
+
+
+def _leftover(rid, kind, day, marker, category, seconds, amount, expected) -> Share:
+    return Share(rid, kind, day, marker, marker, rid, category, seconds, amount, expected)
+
+
+def network_volume_lingering(con, d0: date, d1: date) -> dict[tuple, tuple[Decimal, Decimal]]:
+    """(volume_id, day) → (lingering seconds, lingering USD): each hour's amount × its lingering
+    fraction, in exact decimals (DuckDB would divide in double)."""
+    nv: dict[tuple, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
+    with localcontext() as ctx:
+        ctx.prec = 60
+        for vid, day, amount, lms, bms in con.execute(
+                "select volume_id, cast(date_trunc('day', bucket_start) as date), total_amount_usd, "
+                "lingering_ms, bucket_ms from intermediate.int_storage__network_volume_buckets "
+                "where bucket_ms > 0 and bucket_start >= ? and bucket_start < ?",
+                [_midnight(d0), _midnight(d1 + timedelta(days=1))]).fetchall():
+            a = nv[(vid, day)]
+            a[0] += Decimal(int(lms)) / 1000
+            a[1] += amount * int(lms) / int(bms)
+    return {k: (v[0], v[1]) for k, v in nv.items()}
+
+
+def allocate(con, day_from: date, day_to: date) -> list[Share]:
+    """Every billed dollar of [day_from, day_to] as Shares that tie to marts.resource_day.
+
+    The split itself is `marts.allocation` (sql/marts/allocation.sql holds the rules); here it is
+    quantised to the export's scale and the marts' double-precision rounding (< 1e-6 USD per
+    resource-day) is absorbed into the resource-day's largest row, so the file ties exactly.
+    """
+    rows = con.execute(
+        "select a.resource_id, coalesce(d.resource_kind, 'instance'), a.day, a.team, a.namespace, "
+        "a.workload, a.category, a.seconds, a.amount, a.expected_amount "
+        "from marts.allocation a left join (select distinct resource_id, day, resource_kind "
+        "from marts.resource_day) d using (resource_id, day) "
+        "where a.day between ? and ? order by all", [day_from, day_to]).fetchall()
+    shares = [Share(rid, kind, day, team, ns, wl, cat, _q(secs, SECONDS_SCALE),
+                    _q(amount, MONEY_SCALE), None if exp is None else _q(exp, MONEY_SCALE))
+              for rid, kind, day, team, ns, wl, cat, secs, amount, exp in rows]
+    by_rd: dict[tuple, list[int]] = defaultdict(list)
+    for i, s in enumerate(shares):
+        by_rd[(s.resource_id, s.day)].append(i)
+    for rid, kind, day, billed in con.execute(
+            "select resource_id, resource_kind, day, billed_amount from marts.resource_day "
+            "where day between ? and ? order by all", [day_from, day_to]).fetchall():
+        idx = by_rd.get((rid, day), [])
+        residual = _q(billed, MONEY_SCALE) - sum((shares[i].amount for i in idx), Decimal(0))
+        if not residual:
+            continue
+        if idx and abs(residual) <= ABSORB_LIMIT:
+            i = max(idx, key=lambda j: (abs(shares[j].amount), -j))
+            shares[i] = replace(shares[i], amount=shares[i].amount + residual)
+        else:
+            shares.append(_leftover(rid, kind, day, UNALLOCATED, "unreconciled", Decimal("0.000"),
+                                    residual, None))
+    return shares
+
+
+# ---------------------------------------------------------------- the three files
+
+def cost_rows(shares: list[Share]) -> list[dict]:
+    acc: dict[tuple, list] = {}
+    for s in shares:
+        k = (s.day, s.team, s.namespace, s.workload, s.category)
+        a = acc.setdefault(k, [Decimal(0), Decimal(0), None])
+        a[0] += s.seconds
+        a[1] += s.amount
+        if s.expected is not None:
+            a[2] = (a[2] or Decimal(0)) + s.expected
+    return [dict(zip(COSTS_COLUMNS, (*k, *v))) for k, v in sorted(acc.items())]
+
+
+def finding_rows(con, day: date) -> list[dict]:
+    cur = con.execute(f"select {', '.join(FINDINGS_COLUMNS)} from marts.findings where day = ? "
+                      "order by amount_at_stake desc, finding_id", [day])
+    return [dict(zip(FINDINGS_COLUMNS, r)) for r in cur.fetchall()]
+
+
+SERVICE = {  # resource_kind → (ServiceName, ResourceType, ServiceSubcategory)
+    "instance": ("Runpod Pods", "Pod", "Virtual Machines"),
+    "serverless": ("Runpod Serverless", "Serverless Endpoint", "Serverless Compute"),
+    "network_volume": ("Runpod Network Volumes", "Network Volume", "File Storage"),
+}
+STORAGE_CATEGORIES = {"storage_running": "Block Storage", "storage_lingering": "Block Storage",
+                      "network_volume": "File Storage"}
+
+
+def _midnight(d: date) -> datetime:
+    return datetime(d.year, d.month, d.day, tzinfo=UTC)
+
+
+def focus_rows(con, month: date, account_id: str = "runpod",
+               account_name: str = "Runpod account") -> list[dict]:
+    """FOCUS 1.2 rows for one month: resource × day × category of the reconciled bill."""
+    start = month.replace(day=1)
+    nxt = (start + timedelta(days=32)).replace(day=1)
+    shares = allocate(con, start, nxt - timedelta(days=1))
+    rd = {(r[0], r[1]): r[2:] for r in con.execute(
+        "select resource_id, day, billed_seconds, task_finished_at, compute_stopped_at, "
+        "seconds_derived, rate_missing from marts.resource_day where day >= ? and day < ?",
+        [start, nxt]).fetchall()}
+    codes = {(r, d): c for r, d, c in con.execute(
+        "select resource_id, day, string_agg(distinct code, ';' order by code) "
+        "from marts.findings where day >= ? and day < ? group by all", [start, nxt]).fetchall()}
+    nv_idle = defaultdict(Decimal)
+    acc: dict[tuple, list] = {}
+    for s in shares:
+        a = acc.setdefault((s.resource_id, s.day, s.category, s.resource_kind),
+                           [Decimal(0), Decimal(0), None])
+        a[0] += s.seconds
+        a[1] += s.amount
+        if s.expected is not None:
+            a[2] = (a[2] or Decimal(0)) + s.expected
+        if s.category == "network_volume" and s.team == IDLE:
+            nv_idle[(s.resource_id, s.day)] += s.seconds
+    rows = []
+    for (rid, day, cat, kind), (secs, amount, expected) in sorted(acc.items()):
+        billed_secs, finished, stopped, derived, missing = rd.get((rid, day), (None,) * 5)
+        service, rtype, sub = SERVICE.get(kind, ("Runpod", kind, "Other (Compute)"))
+        storage = cat in STORAGE_CATEGORIES
+        if kind == "instance" and storage:  # FOCUS: one ServiceCategory per ServiceName
+            service = "Runpod Pod Storage"
+        contracted = expected if expected is not None else amount
+        lingering = (secs if cat == "storage_lingering" else
+                     nv_idle[(rid, day)] if cat == "network_volume" else None)
+        rows.append({
+            "BillingAccountId": account_id, "BillingAccountName": account_name,
+            "BillingCurrency": "USD",
+            "BillingPeriodStart": _midnight(start), "BillingPeriodEnd": _midnight(nxt),
+            "ChargePeriodStart": _midnight(day), "ChargePeriodEnd": _midnight(day + timedelta(1)),
+            "ChargeCategory": "Usage", "ChargeClass": None,
+            "ChargeDescription": f"{rtype} {rid}: {cat.replace('_', ' ')} on {day.isoformat()}",
+            "ChargeFrequency": "Usage-Based",
+            "BilledCost": amount, "EffectiveCost": amount, "ListCost": contracted,
+            "ContractedCost": contracted,
+            "PricingQuantity": secs, "PricingUnit": "Seconds",
+            "ConsumedQuantity": secs, "ConsumedUnit": "Seconds",
+            "ServiceName": service, "ServiceCategory": "Storage" if storage else "Compute",
+            "ServiceSubcategory": STORAGE_CATEGORIES.get(cat, sub) if storage else sub,
+            "ProviderName": "Runpod", "PublisherName": "Runpod", "InvoiceIssuerName": "Runpod",
+            "InvoiceId": None,
+            "ResourceId": rid, "ResourceName": rid, "ResourceType": rtype,
+            "x_ResourceKind": kind, "x_Category": cat, "x_ExpectedCost": expected,
+            "x_BilledSeconds": billed_secs, "x_TaskFinishedAt": finished,
+            "x_ComputeStoppedAt": stopped,
+            "x_BilledAfterExitSeconds": secs if cat == "tail" else None,
+            "x_LingeringStorageSeconds": lingering,
+            "x_ServerlessIdleSeconds": secs if kind == "serverless" and cat == "idle" else None,
+            "x_FindingCodes": codes.get((rid, day)),
+            "x_SecondsDerived": derived, "x_RateMissing": missing,
+        })
+    return rows
+
+
+def export_day(con, day: str, out_dir: str | Path) -> list[Path]:
+    """Write costs_<day>.csv and findings_<day>.csv."""
+    d = parse_day(day)
+    costs = safe_target(out_dir, f"costs_{d.isoformat()}.csv")
+    findings = safe_target(out_dir, f"findings_{d.isoformat()}.csv")
+    return [write_csv(costs, COSTS_SPEC, cost_rows(allocate(con, d, d))),
+            write_csv(findings, FINDINGS_SPEC, finding_rows(con, d))]
+
+
+def export_month(con, month: str, out_dir: str | Path, account_id: str = "runpod",
+                 account_name: str = "Runpod account") -> list[Path]:
+    """Daily costs/findings for every day of the month with data, plus focus_<month>.csv/.parquet."""
+    m = parse_month(month)
+    csv_t = safe_target(out_dir, f"focus_{month}.csv")
+    pq_t = safe_target(out_dir, f"focus_{month}.parquet")
+    nxt = (m + timedelta(days=32)).replace(day=1)
+    days = [r[0] for r in con.execute(
+        "select distinct day from marts.resource_day where day >= ? and day < ? order by 1",
+        [m, nxt]).fetchall()]
+    paths = []
+    for d in days:
+        paths += export_day(con, d.isoformat(), out_dir)
+    rows = focus_rows(con, m, account_id, account_name)
+    paths += [write_csv(csv_t, FOCUS_SPEC, rows), write_parquet(pq_t, FOCUS_SPEC, rows)]
+    return paths

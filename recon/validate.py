@@ -1,0 +1,384 @@
+"""Data-quality gate: the Great Expectations suites of `expectations/*.json`, run on the warehouse.
+
+Each suite file is a GX 1.x ExpectationSuite (`name`, `expectations: [{type, kwargs, meta}]`) whose
+`meta` says what to validate: `table` (a DuckDB table) or `query` (SQL, a string or a list of
+lines: the tie-outs), and `row_key` (the columns that name a row in failure messages). Every
+expectation carries `meta.severity`: `critical` (the run is not fit to publish) or `warning`.
+
+GX runs on pandas DataFrames read from DuckDB (`con.sql(q).df()`), never through SQLAlchemy:
+GX 1.24 with duckdb-engine reports wrong failures (GX #10738, #11579). A table suite reads only the
+columns its expectations, row key and row conditions name; JSON columns are cut to their first
+200 characters (the suites only test their presence). Decimals arrive as float64, DATE as
+datetime64. great_expectations is imported inside `GxSession` (it takes seconds), once per
+`validate` call unless the caller passes a session to reuse.
+
+Results go to `marts.validation_results`, one row per expectation and run, replacing the rows of the
+same run_id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import warnings
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import duckdb
+
+log = logging.getLogger(__name__)
+
+SUITE_DIR = Path(__file__).resolve().parent.parent / "expectations"
+SEVERITIES = ("critical", "warning")
+SAMPLE = 5            # unexpected rows named in a message
+JSON_CHARS = 200      # JSON columns are read truncated to this many characters
+RESULTS_DDL = """create table if not exists marts.validation_results (
+    run_id varchar not null, suite varchar not null, expectation varchar not null,
+    "column" varchar, success boolean not null, observed_value varchar, unexpected_count bigint,
+    severity varchar not null, message varchar, checked_at timestamptz not null)"""
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+# ---------------------------------------------------------------- suites (plain JSON, no GX)
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    path: Path
+    table: str | None
+    query: str | None
+    row_key: tuple[str, ...]
+    expectations: tuple[dict, ...]
+
+    def label(self, exp: dict) -> str:
+        return f"{exp['type']}({columns_of(exp['kwargs']) or ''})"
+
+
+def columns_of(kwargs: dict) -> str | None:
+    """The column(s) an expectation checks and its row condition, for `validation_results.column`.
+
+    With the type, this identifies an expectation within its suite (checked by `load_suites`).
+    """
+    if kwargs.get("column"):
+        cols = kwargs["column"]
+    elif kwargs.get("column_A"):
+        cols = f"{kwargs['column_A']}, {kwargs['column_B']}"
+    elif kwargs.get("column_list"):
+        cols = ", ".join(kwargs["column_list"])
+    else:
+        cols = None
+    cond = kwargs.get("row_condition")
+    if cond:
+        return f"{cols or ''} where {condition_text(cond)}".strip()
+    return cols
+
+
+def condition_columns(cond) -> set[str]:
+    """Columns named by a row condition: GX's serialized Condition (dicts) or a legacy string."""
+    if isinstance(cond, str):
+        return set(_IDENT.findall(cond))
+    if isinstance(cond, dict):
+        col = cond.get("column")
+        names = {col["name"]} if isinstance(col, dict) and "name" in col else set()
+        for sub in cond.get("conditions") or ():
+            names |= condition_columns(sub)
+        return names
+    return set()
+
+
+def condition_text(cond) -> str:
+    """`col op 'value'`, the same for the suite's JSON and GX's parsed Condition object."""
+    if hasattr(cond, "dict"):  # a GX Condition (pydantic)
+        cond = cond.dict()
+    if isinstance(cond, dict):
+        if "conditions" in cond:
+            return f" {cond.get('type', 'and')} ".join(f"({condition_text(c)})" for c in cond["conditions"])
+        col = (cond.get("column") or {}).get("name")
+        if cond.get("type") == "nullity":
+            return f"{col} is {'null' if cond.get('is_null') else 'not null'}"
+        op = cond.get("operator")
+        return f"{col} {getattr(op, 'value', op)} {cond.get('parameter')!r}"
+    return str(cond)
+
+
+def load_suites(suite_dir: str | Path | None = None, names=None) -> list[Suite]:
+    """Read and check every `*.json` suite of `suite_dir` (or only those named in `names`)."""
+    suite_dir = Path(suite_dir) if suite_dir else SUITE_DIR
+    out = []
+    for path in sorted(suite_dir.glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        name, meta = doc.get("name"), doc.get("meta") or {}
+        where = f"{path.name}"
+        if name != path.stem:
+            raise ValueError(f"{where}: suite name {name!r} must equal the file name {path.stem!r}")
+        if names is not None and name not in names:
+            continue
+        query = meta.get("query")
+        if isinstance(query, list):
+            query = "\n".join(query)
+        if bool(query) == bool(meta.get("table")):
+            raise ValueError(f"{where}: meta needs exactly one of 'table' or 'query'")
+        exps = doc.get("expectations") or []
+        seen = set()
+        for i, e in enumerate(exps):
+            sev = (e.get("meta") or {}).get("severity")
+            if sev not in SEVERITIES:
+                raise ValueError(f"{where}: expectations[{i}] ({e.get('type')}) needs meta.severity "
+                                 f"in {SEVERITIES}, has {sev!r}")
+            key = (e["type"], columns_of(e.get("kwargs") or {}))
+            if key in seen:
+                raise ValueError(f"{where}: two {e['type']} on {key[1]}: results are keyed by "
+                                 "(suite, expectation, column), merge them or add a row_condition")
+            seen.add(key)
+        out.append(Suite(name=name, path=path, table=meta.get("table"), query=query,
+                         row_key=tuple(meta.get("row_key") or ()), expectations=tuple(exps)))
+    if names is not None:
+        missing = set(names) - {s.name for s in out}
+        if missing:
+            raise ValueError(f"no suite named {sorted(missing)} in {suite_dir}")
+    return out
+
+
+def batch_sql(con, suite: Suite) -> str:
+    """The SELECT whose result is the suite's batch."""
+    if suite.query:
+        return suite.query
+    schema, _, table = suite.table.rpartition(".")
+    cols = con.execute("select column_name, data_type from information_schema.columns "
+                       "where table_schema = ? and table_name = ? order by ordinal_position",
+                       [schema or "main", table]).fetchall()
+    if not cols:
+        raise duckdb.CatalogException(f"table {suite.table} does not exist")
+    wanted = set(suite.row_key)
+    for e in suite.expectations:
+        kw = e.get("kwargs") or {}
+        wanted.update(c for k in ("column", "column_A", "column_B") if (c := kw.get(k)))
+        wanted.update(kw.get("column_list") or ())
+        wanted.update(condition_columns(kw.get("row_condition")))
+    select = [f'left(cast("{c}" as varchar), {JSON_CHARS}) as "{c}"' if t == "JSON" else f'"{c}"'
+              for c, t in cols if c in wanted]
+    return f"select {', '.join(select) or '1 as _row'} from {suite.table}"
+
+
+# ---------------------------------------------------------------- report
+
+@dataclass
+class Failure:
+    suite: str
+    expectation: str
+    column: str | None
+    severity: str
+    unexpected_count: int | None
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass
+class ValidationReport:
+    run_id: str
+    suites: int = 0
+    evaluated: int = 0
+    passed: int = 0
+    failed: int = 0
+    critical_failures: list[Failure] = field(default_factory=list)
+    warnings: list[Failure] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def success(self) -> bool:
+        """True when every critical expectation held (warnings do not fail a run)."""
+        return not self.critical_failures
+
+    def summary(self) -> str:
+        head = (f"validation {self.run_id}: {self.suites} suites, {self.evaluated} expectations, "
+                f"{self.passed} passed, {len(self.critical_failures)} critical and "
+                f"{len(self.warnings)} warning failures ({self.seconds:.1f} s)")
+        return "\n".join([head, *(f"  CRITICAL {f}" for f in self.critical_failures),
+                          *(f"  warning  {f}" for f in self.warnings)])
+
+
+# ---------------------------------------------------------------- GX
+
+class GxSession:
+    """One ephemeral GX context with a pandas data source; reusable across `validate` calls."""
+
+    def __init__(self) -> None:
+        t0 = time.perf_counter()
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+        from great_expectations.expectations.expectation_configuration import (
+            ExpectationConfiguration,
+        )
+
+        self._gx, self._config = gx, ExpectationConfiguration
+        self.context = gx.get_context(mode="ephemeral")
+        self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        source = self.context.data_sources.add_pandas("recon")
+        self._batches = source.add_dataframe_asset("batch").add_batch_definition_whole_dataframe("all")
+        self._suites: dict[tuple[str, str], object] = {}
+        self.startup_seconds = time.perf_counter() - t0
+
+    def suite(self, suite: Suite):
+        """The GX ExpectationSuite of `suite`; a bad expectation raises (GX would only log it)."""
+        key = (suite.name, json.dumps(suite.expectations, sort_keys=True))
+        if key not in self._suites:
+            exps = []
+            for e in suite.expectations:
+                try:
+                    exps.append(self._config(type=e["type"], kwargs=e.get("kwargs") or {},
+                                             meta=e.get("meta"),
+                                             severity=e["meta"]["severity"]).to_domain_obj())
+                except Exception as err:  # GX raises several unrelated types here
+                    raise ValueError(f"{suite.path.name}: {suite.label(e)}: {err}") from err
+            self._suites[key] = self._gx.ExpectationSuite(name=suite.name, expectations=exps)
+        return self._suites[key]
+
+    def run(self, suite: Suite, df):
+        result_format = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLE,
+                         "unexpected_index_column_names": [c for c in suite.row_key if c in df.columns]}
+        batch = self._batches.get_batch(batch_parameters={"dataframe": df})
+        with warnings.catch_warnings():
+            # GX compares tz-aware columns through Series.values (UTC, correct); pandas 3.1 warns
+            warnings.filterwarnings("ignore", message="Series.values returning an ndarray that drops")
+            return batch.validate(self.suite(suite), result_format=result_format).results
+
+
+def _fmt(v) -> str:
+    """A value as it reads in a message: NULL, 2026-06-01, 2026-06-01T07:06:01Z, 86401, 0.5."""
+    import pandas as pd  # already loaded: the batches are pandas
+
+    if v is None:
+        return "NULL"
+    try:
+        if pd.isna(v):  # NaN, NaT, pd.NA
+            return "NULL"
+    except (TypeError, ValueError):  # containers
+        pass
+    if isinstance(v, datetime):  # includes pandas Timestamp
+        if v.tzinfo is None and (v.hour, v.minute, v.second, v.microsecond) == (0, 0, 0, 0):
+            return v.date().isoformat()  # a DATE column read by pandas
+        return v.isoformat().replace("+00:00", "Z")
+    if isinstance(v, date):
+        return v.isoformat()
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):  # numpy scalar
+        try:
+            return _fmt(v.item())
+        except (ValueError, AttributeError):
+            return str(v)
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() else repr(v)
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_fmt(x) for x in v) + ")"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}={_fmt(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def _describe(suite: Suite, cfg, res) -> tuple[bool, str, int | None, str]:
+    """(success, observed_value, unexpected_count, message) of one GX expectation result."""
+    r = res.result or {}
+    kw = cfg.kwargs
+    what = f"{suite.name}: {cfg.type}({columns_of(kw) or ''})"
+    exc = res.exception_info or {}
+    if exc.get("raised_exception"):
+        msg = exc.get("exception_message") or "raised an exception"
+        return False, f"error: {msg}"[:500], None, f"{what} could not be evaluated: {msg}"
+    n_bad, n = r.get("unexpected_count"), r.get("element_count")
+    if "observed_value" in r:
+        observed = _fmt(r["observed_value"])
+    else:
+        sample = ", ".join(_fmt(x) for x in (r.get("partial_unexpected_list") or [])[:SAMPLE])
+        observed = f"{n_bad} of {n} rows unexpected" + (f": {sample}" if sample else "")
+    if res.success:
+        return True, observed, n_bad, ""
+    rows = r.get("partial_unexpected_index_list") or []
+    if rows:
+        key = [c for c in suite.row_key if c in rows[0]]
+        named = "; ".join(
+            ", ".join(f"{c}={_fmt(row.get(c))}" for c in key)
+            + (" (" + ", ".join(f"{c}={_fmt(v)}" for c, v in row.items() if c not in key) + ")"
+               if any(c not in key for c in row) else "")
+            for row in rows[:SAMPLE])
+        more = f" and {n_bad - len(rows[:SAMPLE])} more" if n_bad and n_bad > SAMPLE else ""
+        msg = f"{what}: {n_bad} of {n} rows fail: {named}{more}"
+    elif n_bad:
+        msg = f"{what}: {n_bad} of {n} rows fail: {observed}"
+    else:
+        bounds = {k: kw[k] for k in ("value", "min_value", "max_value", "value_set") if k in kw}
+        msg = f"{what}: observed {observed}, expected {_fmt(bounds)}"
+    return False, observed, n_bad, msg
+
+
+# ---------------------------------------------------------------- entry point
+
+def validate(con, run_id: str, *, suites=None, suite_dir: str | Path | None = None,
+             session: GxSession | None = None, write: bool = True) -> ValidationReport:
+    """Validate the warehouse behind `con` against the suites; write `marts.validation_results`.
+
+    `suites` limits the run to those suite names; `session` reuses a GX context (tests);
+    `write=False` only returns the report (for read-only connections).
+    """
+    t0 = time.perf_counter()
+    specs = load_suites(suite_dir, suites)
+    con.complete()  # DuckDB 2.0 refuses other work while a caller's result is left unfetched
+    session = session or GxSession()
+    report = ValidationReport(run_id=run_id, suites=len(specs))
+    checked_at = datetime.now(UTC)
+    rows = []
+
+    def record(suite, expectation, column, severity, ok, observed, n_bad, message):
+        rows.append((run_id, suite.name, expectation, column, ok, observed, n_bad, severity,
+                     message or None, checked_at))
+        report.evaluated += 1
+        if ok:
+            report.passed += 1
+            return
+        report.failed += 1
+        f = Failure(suite.name, expectation, column, severity, n_bad, message)
+        (report.critical_failures if severity == "critical" else report.warnings).append(f)
+
+    for suite in specs:
+        try:
+            df = con.sql(batch_sql(con, suite)).df()
+        except duckdb.Error as err:
+            record(suite, "batch_query", None, "critical", False, None, None,
+                   f"{suite.name}: its batch could not be read, no expectation ran: {err}")
+            continue
+        for res in session.run(suite, df):
+            cfg = res.expectation_config
+            ok, observed, n_bad, msg = _describe(suite, cfg, res)
+            record(suite, cfg.type, columns_of(cfg.kwargs), (cfg.meta or {}).get("severity", "critical"),
+                   ok, observed, n_bad, msg)
+
+    if write:
+        _write(con, run_id, rows)
+    report.seconds = time.perf_counter() - t0
+    log.info(report.summary())
+    return report
+
+
+def _write(con, run_id: str, rows: list[tuple]) -> None:
+    """Replace the run's rows in one transaction (or inside the caller's, if one is open)."""
+    try:
+        con.execute("begin transaction")
+        own = True
+    except duckdb.TransactionException:
+        own = False
+    try:
+        con.execute("create schema if not exists marts")
+        con.execute(RESULTS_DDL)
+        con.execute("delete from marts.validation_results where run_id = ?", [run_id])
+        if rows:
+            con.executemany("insert into marts.validation_results values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            rows)
+        if own:
+            con.execute("commit")
+    except BaseException:
+        if own:
+            con.execute("rollback")
+        raise

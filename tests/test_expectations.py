@@ -1,0 +1,292 @@
+"""The GX suites of expectations/: a clean warehouse passes, and every expectation can fail.
+
+One simulated warehouse (conftest's `sim_run`) is copied once; each case mutates it inside a
+transaction, validates the one suite, and rolls back. One GX session serves the whole module.
+"""
+
+import shutil
+
+import duckdb
+import pytest
+
+from recon.validate import load_suites, validate
+
+SUITES = load_suites()  # plain JSON: collecting the cases does not import great_expectations
+
+
+def first(table: str, where: str = "true") -> str:
+    return f"rowid = (select min(rowid) from {table} where {where})"
+
+
+def null(table: str, column: str, where: str = "true") -> str:
+    return f"update {table} set {column} = null where {first(table, where)}"
+
+
+def dup(table: str) -> str:
+    return f"insert into {table} select * from {table} where {first(table)}"
+
+
+def set_(table: str, assignment: str, where: str = "true") -> str:
+    return f"update {table} set {assignment} where {first(table, where)}"
+
+
+NN, UNIQ, COMPOUND = ("expect_column_values_to_not_be_null", "expect_column_values_to_be_unique",
+                      "expect_compound_columns_to_be_unique")
+IN_SET, BETWEEN, GT = ("expect_column_values_to_be_in_set", "expect_column_values_to_be_between",
+                       "expect_column_pair_values_a_to_be_greater_than_b")
+REGEX = "expect_column_values_to_match_regex"
+QROW_COUNT = "expect_table_row_count_to_equal()"
+BILL, RD, SEG = "staging.stg_runpod__pod_billing", "marts.resource_day", "marts.billed_segments"
+FND, WL = "marts.findings", "marts.workload_lifecycle"
+INSTANCE, SERVERLESS, VOLUME = ("resource_kind = 'instance'", "resource_kind = 'serverless'",
+                                "resource_kind = 'network_volume'")
+QUARANTINE_ROW = "insert into raw.quarantine values ({}, 1, {}, {}, '{{}}')"
+
+
+def raw_keys(table: str) -> dict:
+    return {f"{NN}(source_file)": null(table, "source_file"),
+            f"{NN}(locator)": null(table, "locator"),
+            f"{COMPOUND}(source_file, locator)": dup(table),
+            f"{NN}(doc)": null(table, "doc")}
+
+
+# (suite, label) -> SQL that breaks exactly that expectation (a list, or (sql, also_failing))
+CASES = {
+    "raw.k8s_objects": {
+        **raw_keys("raw.k8s_objects"),
+        f"{NN}(cluster)": null("raw.k8s_objects", "cluster"),
+        f"{NN}(uid)": null("raw.k8s_objects", "uid"),
+        f"{NN}(kind)": null("raw.k8s_objects", "kind"),
+        f"{IN_SET}(kind)": set_("raw.k8s_objects", "kind = 'Secret'"),
+        f"{IN_SET}(event_type)": set_("raw.k8s_objects", "event_type = 'BOOKMARK'"),
+    },
+    "raw.runpod_billing": {
+        **raw_keys("raw.runpod_billing"),
+        f"{NN}(source)": null("raw.runpod_billing", "source"),
+        f"{IN_SET}(source)": set_("raw.runpod_billing", "source = 'v2_unknown'"),
+    },
+    "raw.runpod_inventory": {
+        **raw_keys("raw.runpod_inventory"),
+        f"{IN_SET}(inventory_kind)": set_("raw.runpod_inventory", "inventory_kind = 'clusters'"),
+        f"{NN}(endpoint_id where inventory_kind == 'workers')":
+            null("raw.runpod_inventory", "endpoint_id", "inventory_kind = 'workers'"),
+    },
+    "raw.serverless_jobs": raw_keys("raw.serverless_jobs"),
+    "raw.quarantine": {  # any quarantined row also raises the row-count warning
+        f"{NN}(source_file)": (QUARANTINE_ROW.format("null", "'line 1'", "'bad'"), {QROW_COUNT}),
+        f"{NN}(locator)": (QUARANTINE_ROW.format("'f.json'", "null", "'bad'"), {QROW_COUNT}),
+        f"{NN}(reason)": (QUARANTINE_ROW.format("'f.json'", "'line 1'", "null"), {QROW_COUNT}),
+        QROW_COUNT: QUARANTINE_ROW.format("'f.json'", "'line 1'", "'bad'"),
+    },
+    "raw.files": {
+        f"{NN}(source_file)": ["create or replace table raw.files as select * from raw.files",
+                               "insert into raw.files values (null, 'jsonl', repeat('0', 64), 1, 0, 0, 0, 0, null)"],
+        f"{UNIQ}(source_file)": ["create or replace table raw.files as select * from raw.files",
+                                 dup("raw.files")],
+        f"{NN}(kind)": null("raw.files", "kind"),
+        f"{REGEX}(sha256)": set_("raw.files", "sha256 = 'not-a-digest'"),
+        f"{BETWEEN}(records_skipped)": set_(
+            "raw.files", "records_in = records_in - records_skipped - 1, records_skipped = -1"),
+        f"{BETWEEN}(accounting_difference)": set_("raw.files", "records_in = records_in + 1"),
+        f"{BETWEEN}(loaded_difference)": f"delete from raw.k8s_objects where {first('raw.k8s_objects')}",
+        f"{BETWEEN}(quarantined_difference)":
+            "insert into raw.quarantine select source_file, 9, 'line 9', 'bad', '{}' from raw.files limit 1",
+    },
+    BILL: {
+        f"{NN}(pod_id)": null(BILL, "pod_id"),
+        f"{COMPOUND}(pod_id, bucket_start)": dup(BILL),
+        f"{GT}(bucket_end, bucket_start)": set_(BILL, "bucket_end = bucket_start"),
+        f"{IN_SET}(source_format)": set_(BILL, "source_format = 'v3'"),
+        f"{NN}(total_amount_usd)": null(BILL, "total_amount_usd"),
+        f"{BETWEEN}(total_amount_usd)": set_(BILL, "total_amount_usd = 10000000"),
+        f"{BETWEEN}(compute_amount_usd)": set_(BILL, "compute_amount_usd = -10000000"),
+        f"{BETWEEN}(disk_amount_usd)": set_(BILL, "disk_amount_usd = 20000000"),
+        f"{BETWEEN}(compute_seconds_billed)": set_(BILL, "compute_seconds_billed = 86401"),
+    },
+    "staging.stg_runpod__serverless_billing": {
+        f"{NN}(endpoint_id)": null("staging.stg_runpod__serverless_billing", "endpoint_id"),
+        f"{COMPOUND}(endpoint_id, bucket_start)": dup("staging.stg_runpod__serverless_billing"),
+        f"{GT}(bucket_end, bucket_start)": null("staging.stg_runpod__serverless_billing", "bucket_end"),
+        f"{BETWEEN}(total_amount_usd)": set_("staging.stg_runpod__serverless_billing",
+                                             "total_amount_usd = -10000000"),
+        f"{BETWEEN}(worker_amount_usd)": set_("staging.stg_runpod__serverless_billing",
+                                              "worker_amount_usd = 10000000"),
+    },
+    "staging.stg_runpod__network_volume_billing": {
+        f"{NN}(volume_id)": null("staging.stg_runpod__network_volume_billing", "volume_id"),
+        f"{COMPOUND}(volume_id, bucket_start)": dup("staging.stg_runpod__network_volume_billing"),
+        f"{GT}(bucket_end, bucket_start)": set_("staging.stg_runpod__network_volume_billing",
+                                                "bucket_end = bucket_start - interval 1 hour"),
+        f"{BETWEEN}(total_amount_usd)": set_("staging.stg_runpod__network_volume_billing",
+                                             "total_amount_usd = 1e8"),
+    },
+    "staging.stg_runpod__account_billing": {
+        f"{UNIQ}(bucket_start)": dup("staging.stg_runpod__account_billing"),
+        f"{GT}(bucket_end, bucket_start)": set_("staging.stg_runpod__account_billing",
+                                                "bucket_end = bucket_start"),
+        f"{NN}(total_amount_usd)": null("staging.stg_runpod__account_billing", "total_amount_usd"),
+        f"{BETWEEN}(total_amount_usd)": set_("staging.stg_runpod__account_billing",
+                                             "total_amount_usd = 10000000"),
+    },
+    RD: {
+        f"{NN}(resource_id)": null(RD, "resource_id"),
+        f"{NN}(day)": null(RD, "day"),
+        f"{COMPOUND}(resource_id, day)": dup(RD),
+        f"{IN_SET}(resource_kind)": set_(RD, "resource_kind = 'gpu'", INSTANCE),
+        f"{NN}(billed_seconds)": null(RD, "billed_seconds"),
+        f"{BETWEEN}(billed_seconds)": set_(RD, "billed_seconds = -1, serverless_idle_seconds = null",
+                                           VOLUME),
+        f"{BETWEEN}(billed_seconds where resource_kind != 'serverless')":
+            set_(RD, "billed_seconds = 86401", INSTANCE),
+        f"{BETWEEN}(billed_after_exit_seconds)": set_(RD, "billed_after_exit_seconds = -1", INSTANCE),
+        f"{BETWEEN}(lingering_storage_seconds)": set_(RD, "lingering_storage_seconds = -1"),
+        f"{BETWEEN}(serverless_idle_seconds)": set_(RD, "serverless_idle_seconds = -1", SERVERLESS),
+        f"{GT}(billed_seconds, billed_after_exit_seconds)": set_(
+            RD, "billed_after_exit_seconds = billed_seconds + 1", INSTANCE),
+        f"{GT}(billed_seconds, serverless_idle_seconds)": set_(
+            RD, "serverless_idle_seconds = billed_seconds + 1", SERVERLESS),
+        f"{NN}(billed_amount)": null(RD, "billed_amount"),
+        f"{BETWEEN}(billed_amount)": set_(RD, "billed_amount = 10000000"),
+        f"{BETWEEN}(expected_amount)": set_(RD, "expected_amount = -10000000"),
+        f"{NN}(rate_missing)": null(RD, "rate_missing"),
+    },
+    SEG: {
+        f"{NN}(resource_id)": null(SEG, "resource_id"),
+        f"{NN}(day)": null(SEG, "day"),
+        f"{COMPOUND}(resource_id, day, category)": dup(SEG),
+        "expect_column_pair_values_to_be_in_set(resource_kind, category)":
+            set_(SEG, "category = 'cold_start'", INSTANCE),
+        f"{NN}(seconds)": null(SEG, "seconds"),
+        f"{BETWEEN}(seconds)": set_(SEG, "seconds = -1"),
+        f"{NN}(amount)": null(SEG, "amount"),
+        f"{BETWEEN}(amount)": set_(SEG, "amount = 10000000"),
+        f"{BETWEEN}(expected_amount)": set_(SEG, "expected_amount = -20000000"),
+    },
+    FND: {
+        f"{NN}(finding_id)": null(FND, "finding_id"),
+        f"{UNIQ}(finding_id)": set_(FND, "finding_id = (select max(finding_id) from marts.findings)",
+                                        "finding_id < (select max(finding_id) from marts.findings)"),
+        f"{REGEX}(finding_id)": set_(FND, "finding_id = 'finding-1'"),
+        f"{IN_SET}(code)": set_(FND, "code = 'BILLED_TOO_MUCH'"),
+        f"{NN}(code)": null(FND, "code"),
+        f"{IN_SET}(severity)": set_(FND, "severity = 'critical'"),
+        f"{NN}(severity)": null(FND, "severity"),
+        f"{NN}(resource_id)": null(FND, "resource_id"),
+        f"{NN}(day)": null(FND, "day"),
+        f"{GT}(window_end, window_start)": set_(FND, "window_end = window_start"),
+        f"{BETWEEN}(seconds)": set_(FND, "seconds = -1"),
+        f"{BETWEEN}(amount_at_stake)": set_(FND, "amount_at_stake = 10000000"),
+        f"{NN}(message)": null(FND, "message"),
+    },
+    WL: {
+        f"{NN}(cluster)": null(WL, "cluster"),
+        f"{NN}(pod_uid)": null(WL, "pod_uid"),
+        f"{COMPOUND}(cluster, pod_uid)": dup(WL),
+        f"{NN}(pod_name)": null(WL, "pod_name"),
+        f"{NN}(created_at)": null(WL, "created_at"),
+        f"{GT}(scheduled_at, created_at)": set_(
+            WL, "created_at = scheduled_at + interval 1 second",
+            "scheduled_at is not null and coalesce(deleted_at > scheduled_at + interval 1 second, true)"),
+        f"{GT}(started_at, scheduled_at)": set_(WL, "scheduled_at = started_at + interval 1 second",
+                                                "started_at is not null and scheduled_at is not null"),
+        f"{GT}(task_finished_at, started_at)": set_(
+            WL, "task_finished_at = started_at - interval 1 second",
+            "task_finished_at is not null and started_at is not null"),
+        f"{GT}(ready_at, started_at)": set_(WL, "ready_at = started_at - interval 1 second",
+                                            "ready_at is not null and started_at is not null"),
+        f"{GT}(deleted_at, created_at)": set_(WL, "deleted_at = created_at - interval 1 second",
+                                              "deleted_at is not null"),
+        f"{BETWEEN}(gpus)": set_(WL, "gpus = -1"),
+        f"{BETWEEN}(restarts)": set_(WL, "restarts = -1"),
+        f"{BETWEEN}(startup_budget_seconds)": set_(WL, "startup_budget_seconds = -1"),
+    },
+    "tieout.billed_seconds": {
+        f"{BETWEEN}(difference)": set_(SEG, "seconds = seconds + 1", "category = 'busy'"),
+        f"{BETWEEN}(amount_difference)": set_(RD, "billed_amount = billed_amount + 0.01"),
+    },
+    "tieout.account_billing": {
+        f"{BETWEEN}(difference)": set_("staging.stg_runpod__network_volume_billing",
+                                       "total_amount_usd = total_amount_usd + 0.01"),
+    },
+}
+CASE_IDS = [(s, label) for s, cases in CASES.items() for label in cases]
+
+
+@pytest.fixture(scope="module")
+def gx_session():
+    from recon.validate import GxSession
+
+    return GxSession()
+
+
+@pytest.fixture(scope="module")
+def wh(sim_run, tmp_path_factory):
+    """A private read-write copy of the session's simulated warehouse."""
+    db = tmp_path_factory.mktemp("gx") / "recon.duckdb"
+    shutil.copy(sim_run["db"], db)
+    con = duckdb.connect(str(db))
+    con.execute("set TimeZone = 'UTC'")
+    yield con
+    con.close()
+
+
+def labels(failures) -> set[str]:
+    return {f"{f.expectation}({f.column or ''})" for f in failures}
+
+
+def test_every_expectation_has_a_failing_case():
+    defined = {(s.name, s.label(e)) for s in SUITES for e in s.expectations}
+    assert defined == set(CASE_IDS)
+
+
+def test_clean_warehouse_passes_and_results_land(wh, gx_session):
+    report = validate(wh, "run-clean", session=gx_session)
+    assert report.success, report.summary()
+    assert not report.warnings, report.summary()
+    total = sum(len(s.expectations) for s in SUITES)
+    assert (report.suites, report.evaluated, report.passed) == (len(SUITES), total, total)
+    rows = wh.execute("""select count(*), count(*) filter (where success), count(distinct suite),
+                                count(*) filter (where severity = 'critical'), min(checked_at) is not null
+                         from marts.validation_results where run_id = 'run-clean'""").fetchall()[0]
+    assert rows == (total, total, len(SUITES),
+                    sum(e["meta"]["severity"] == "critical" for s in SUITES for e in s.expectations),
+                    True)
+    # a rerun of the same run_id replaces its rows
+    validate(wh, "run-clean", suites=["tieout.billed_seconds"], session=gx_session)
+    assert wh.execute("select count(*) from marts.validation_results "
+                      "where run_id = 'run-clean'").fetchall() == [(2,)]
+
+
+@pytest.mark.parametrize(("suite", "label"), CASE_IDS, ids=[f"{s}:{lbl}" for s, lbl in CASE_IDS])
+def test_each_expectation_can_fail(wh, gx_session, suite, label):
+    case = CASES[suite][label]
+    sql, also = case if isinstance(case, tuple) else (case, set())
+    wh.execute("begin transaction")
+    try:
+        for stmt in [sql] if isinstance(sql, str) else sql:
+            wh.execute(stmt)
+        report = validate(wh, "t", suites=[suite], session=gx_session, write=False)
+    finally:
+        wh.execute("rollback")
+    failed = report.critical_failures + report.warnings
+    assert labels(failed) == {label} | also, report.summary()
+    hit = next(f for f in failed if labels([f]) == {label})
+    row_key = next(s.row_key for s in SUITES if s.name == suite)
+    if hit.unexpected_count:  # a row-level failure names the rows by their key
+        assert f"{row_key[0]}=" in hit.message, hit.message
+
+
+def test_bad_suite_and_missing_table_are_reported(wh, gx_session, tmp_path):
+    (tmp_path / "marts.nothing.json").write_text(
+        '{"name": "marts.nothing", "meta": {"table": "marts.nothing"}, "expectations": '
+        '[{"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "x"}, '
+        '"meta": {"severity": "critical"}}]}')
+    report = validate(wh, "t", suite_dir=tmp_path, session=gx_session, write=False)
+    assert not report.success
+    assert [(f.suite, f.expectation) for f in report.critical_failures] == [("marts.nothing", "batch_query")]
+    (tmp_path / "marts.nothing.json").write_text(
+        '{"name": "marts.nothing", "meta": {"table": "marts.findings"}, "expectations": '
+        '[{"type": "expect_column_values_to_be_nul", "kwargs": {"column": "code"}, '
+        '"meta": {"severity": "critical"}}]}')
+    with pytest.raises(ValueError, match="expect_column_values_to_be_nul"):
+        validate(wh, "t", suite_dir=tmp_path, session=gx_session, write=False)

@@ -1,0 +1,308 @@
+"""Finance exports: totals tie to the bill exactly, CSV rules, atomic writes, path safety, FOCUS."""
+
+import csv
+import io
+import re
+import shutil
+from datetime import date
+from decimal import Decimal
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from recon import exports
+from recon.cli import app
+
+DAYS = ("2026-06-01", "2026-06-02")
+MONEY_RE = re.compile(r"-?\d+\.\d{12}")
+SECONDS_RE = re.compile(r"-?\d+\.\d{3}")
+TS_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+
+
+def read_csv(path):
+    text = path.read_text(encoding="utf-8")
+    return list(csv.DictReader(io.StringIO(text))), text
+
+
+@pytest.fixture(scope="module")
+def month_export(sim_run, tmp_path_factory):
+    out = tmp_path_factory.mktemp("exports")
+    con = duckdb.connect(str(sim_run["db"]), read_only=True)
+    con.execute("set TimeZone = 'UTC'")
+    paths = exports.export_month(con, "2026-06", out)
+    yield {"out": out, "paths": paths, "con": con}
+    con.close()
+
+
+def billed(con, day):
+    return con.execute("select sum(billed_amount) from marts.resource_day where day = ?",
+                       [date.fromisoformat(day)]).fetchone()[0]
+
+
+def test_month_export_writes_the_expected_files(month_export):
+    names = sorted(p.name for p in month_export["out"].iterdir())
+    assert names == ["costs_2026-06-01.csv", "costs_2026-06-02.csv", "findings_2026-06-01.csv",
+                     "findings_2026-06-02.csv", "focus_2026-06.csv", "focus_2026-06.parquet"]
+
+
+@pytest.mark.parametrize("day", DAYS)
+def test_costs_total_ties_to_resource_day_exactly(month_export, day):
+    rows, _ = read_csv(month_export["out"] / f"costs_{day}.csv")
+    total = sum(Decimal(r["billed_amount"]) for r in rows)
+    want = billed(month_export["con"], day)
+    assert total.quantize(Decimal("0.01")) == want.quantize(Decimal("0.01"))
+    assert total == want  # all 12 decimals, not just the cents
+    assert {r["day"] for r in rows} == {day}
+
+
+def test_costs_rows_follow_the_allocation_rules(month_export):
+    con = month_export["con"]
+    rows, text = read_csv(month_export["out"] / "costs_2026-06-01.csv")
+    assert text.splitlines()[0] == ",".join(exports.COSTS_COLUMNS)
+    keys = [(r["day"], r["team"], r["namespace"], r["workload"], r["category"]) for r in rows]
+    assert keys == sorted(keys) and len(keys) == len(set(keys))
+    for r in rows:
+        assert MONEY_RE.fullmatch(r["billed_amount"]) and SECONDS_RE.fullmatch(r["seconds"])
+        if r["team"] in (exports.IDLE, exports.UNALLOCATED):
+            assert r["namespace"] == r["team"]
+        if r["category"] in ("idle_gap", "tail", "idle", "storage_lingering"):
+            assert r["team"] == exports.IDLE
+        if r["category"] in ("unobserved", "execution", "cold_start", "rounding"):
+            assert r["team"] == exports.UNALLOCATED
+    # 68r9sn4i2h14we has 2 GPUs: while one 1-GPU pod works, the other GPU's half is __idle__
+    assert ("__idle__", "68r9sn4i2h14we", "busy") in {(r["team"], r["workload"], r["category"])
+                                                      for r in rows}
+    teams = {(r["team"], r["namespace"], r["workload"]) for r in rows if not r["team"].startswith("__")}
+    assert teams == {("nlp", "ml-batch", "batch-infer"), ("search", "ml-batch", "batch-infer"),
+                     ("vision", "ml-batch", "batch-infer")}
+    # every category's money in the file equals the mart's (within the marts' own 1e-9 rounding)
+    by_cat = {}
+    for r in rows:
+        by_cat[r["category"]] = by_cat.get(r["category"], Decimal(0)) + Decimal(r["billed_amount"])
+    mart = dict(con.execute("select category, sum(amount) from marts.billed_segments "
+                            "where day = date '2026-06-01' group by all").fetchall())
+    assert set(by_cat) == set(mart)
+    for cat, amount in mart.items():
+        assert abs(by_cat[cat] - amount) < Decimal("1e-9"), cat
+    # busy seconds of the day all go to workloads; tail seconds all to __idle__
+    busy = sum(Decimal(r["seconds"]) for r in rows if r["category"] == "busy")
+    tail_idle = sum(Decimal(r["seconds"]) for r in rows if r["category"] == "tail"
+                    and r["team"] == exports.IDLE)
+    mbusy, mtail = con.execute(
+        "select sum(seconds) filter (where category = 'busy'), sum(seconds) filter "
+        "(where category = 'tail') from marts.billed_segments where day = date '2026-06-01'").fetchone()
+    assert abs(busy - mbusy) <= Decimal("0.01") and tail_idle == mtail
+
+
+def rebuild_allocation(con):
+    """Rebuild marts.allocation after a test changed the intermediate tables it reads."""
+    from recon.warehouse import SQL_DIR
+
+    con.execute("create or replace table marts.allocation as "
+                + (SQL_DIR / "marts" / "allocation.sql").read_text())
+
+
+def test_overlapping_pods_split_by_gpu_share_of_the_node(sim_run, tmp_path):
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(sim_run["db"], db)
+    con = duckdb.connect(str(db))
+    con.execute("set TimeZone = 'UTC'")
+    # two 1-GPU pods start together on 68r9sn4i2h14we; give one of them 3 GPUs
+    uid = con.execute("select pod_uid from intermediate.int_resource__workloads where resource_id = "
+                      "'68r9sn4i2h14we' order by scheduled_at, ready_at desc limit 1").fetchone()[0]
+    con.execute("update intermediate.int_resource__workloads set gpus = 3, team = 'big' "
+                "where pod_uid = ?", [uid])
+    rebuild_allocation(con)
+    shares = exports.allocate(con, date(2026, 6, 1), date(2026, 6, 1))
+    want = Decimal(0)
+    for s_start, s_end, amount in con.execute(
+            "select seg_start, seg_end, amount_usd from intermediate.int_resource__instance_segments "
+            "where resource_id = '68r9sn4i2h14we' and day = date '2026-06-01' "
+            "and category in ('busy', 'startup')").fetchall():
+        pods = con.execute("select pod_uid, gpus from intermediate.int_resource__workloads "
+                           "where resource_id = '68r9sn4i2h14we' and scheduled_at < ? "
+                           "and window_end_at > ?", [s_end, s_start]).fetchall()
+        total = max(sum(g for _, g in pods), 2)  # the node has 2 GPUs
+        want += sum((amount * g / total for u, g in pods if u == uid), Decimal(0))
+    big = [s for s in shares if s.team == "big" and s.category in ("busy", "startup")]
+    got = sum((s.amount for s in big), Decimal(0))
+    assert want > 0 and abs(got - want) < Decimal("1e-9")
+    assert {s.resource_id for s in big} == {"68r9sn4i2h14we"}
+    assert sum((s.amount for s in shares), Decimal(0)) == billed(con, "2026-06-01")
+    con.close()
+
+
+def test_workload_name_uses_labels_then_strips_generated_suffixes(tmp_path):
+    import json
+
+    from recon.pipeline import run
+    from recon.warehouse import connect
+
+    pods = [("batch-infer-29p0t-xd7tz", {"app": "batch-infer"}, "batch-infer"),
+            ("x-abcde", {"app.kubernetes.io/name": "llm", "app": "y"}, "llm"),
+            ("trainer-7d9f8b6c5d-x2b4q", {}, "trainer"),
+            ("nightly-28934560-k7x2p", {}, "nightly"),
+            ("solo", {}, "solo")]
+    d = tmp_path / "in"
+    d.mkdir()
+    with open(d / "pods.jsonl", "w") as f:
+        for i, (name, labels, _) in enumerate(pods):
+            f.write(json.dumps({"type": "ADDED", "object": {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "ml", "uid": f"u{i}", "labels": labels,
+                             "resourceVersion": str(i), "creationTimestamp": "2026-06-01T00:00:00Z"},
+                "spec": {}, "status": {}}}) + "\n")
+    run(d, tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    got = dict(con.execute("select pod_name, workload from marts.workload_lifecycle").fetchall())
+    assert got == {name: want for name, _, want in pods}
+
+
+@pytest.mark.parametrize("day", DAYS)
+def test_findings_csv_is_the_mart(month_export, day):
+    con = month_export["con"]
+    rows, text = read_csv(month_export["out"] / f"findings_{day}.csv")
+    assert text.splitlines()[0] == ",".join(exports.FINDINGS_COLUMNS)
+    mart = con.execute("select finding_id, amount_at_stake, window_start from marts.findings "
+                       "where day = ? order by amount_at_stake desc, finding_id",
+                       [date.fromisoformat(day)]).fetchall()
+    assert [(r["finding_id"], Decimal(r["amount_at_stake"])) for r in rows] == [m[:2] for m in mart]
+    for r, m in zip(rows, mart):
+        assert TS_RE.fullmatch(r["window_start"])
+        assert r["window_start"] == m[2].strftime("%Y-%m-%dT%H:%M:%S.") + \
+            f"{m[2].microsecond // 1000:03d}Z"
+    for line in text.splitlines()[1:]:
+        assert line.startswith('"F-')  # text cells quoted
+
+
+def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
+    con = month_export["con"]
+    rows, text = read_csv(month_export["out"] / "focus_2026-06.csv")
+    header = text.splitlines()[0].split(",")
+    assert header == list(exports.FOCUS_COLUMNS)
+    assert set(exports.FOCUS_MANDATORY) <= set(header)
+    assert all(c in exports.FOCUS_MANDATORY or c.startswith("x_") or c in (
+        "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ServiceSubcategory", "InvoiceId",
+        "ResourceId", "ResourceName", "ResourceType") for c in header)
+    for r in rows:
+        assert (r["ProviderName"], r["PublisherName"], r["InvoiceIssuerName"]) == ("Runpod",) * 3
+        assert (r["BillingCurrency"], r["ChargeCategory"]) == ("USD", "Usage")
+        assert r["ChargeClass"] == "" and r["InvoiceId"] == ""
+        assert r["BillingPeriodStart"] == "2026-06-01T00:00:00Z"
+        assert r["BillingPeriodEnd"] == "2026-07-01T00:00:00Z"
+        assert r["ServiceCategory"] in ("Compute", "Storage")
+        assert MONEY_RE.fullmatch(r["BilledCost"]) and MONEY_RE.fullmatch(r["ContractedCost"])
+    # ids are quoted strings in the raw text
+    for line in text.splitlines()[1:]:
+        assert line.startswith('"runpod","Runpod account","USD",')
+    # one row per resource × day × category
+    keys = [(r["ResourceId"], r["ChargePeriodStart"], r["x_Category"]) for r in rows]
+    assert len(keys) == len(set(keys))
+    for day in DAYS:
+        got = sum(Decimal(r["BilledCost"]) for r in rows if r["ChargePeriodStart"].startswith(day))
+        assert got == billed(con, day)
+    # the x_ seconds columns add up to the resource_day quantities
+    want = con.execute("select sum(billed_after_exit_seconds), sum(lingering_storage_seconds), "
+                       "sum(serverless_idle_seconds) from marts.resource_day").fetchone()
+    got = tuple(sum(Decimal(r[c]) for r in rows if r[c]) for c in (
+        "x_BilledAfterExitSeconds", "x_LingeringStorageSeconds", "x_ServerlessIdleSeconds"))
+    assert got == want
+
+
+def test_focus_parquet_matches_csv(month_export):
+    rows, _ = read_csv(month_export["out"] / "focus_2026-06.csv")
+    t = pq.read_table(month_export["out"] / "focus_2026-06.parquet")
+    assert t.column_names == list(exports.FOCUS_COLUMNS)
+    assert t.num_rows == len(rows)
+    assert str(t.schema.field("BilledCost").type) == "decimal128(38, 12)"
+    assert sum(t.column("BilledCost").to_pylist()) == sum(Decimal(r["BilledCost"]) for r in rows)
+    assert t.column("InvoiceId").null_count == t.num_rows
+
+
+def test_formula_cells_are_neutralised_but_negative_numbers_are_not():
+    spec = (("name", "str"), ("amount", "money"), ("seconds", "seconds"))
+    rows = [("=SUM(A1:A9)", Decimal("-1.5"), Decimal(-2)), ("+1", Decimal(0), Decimal("0.0004")),
+            ("-cmd", Decimal("-0"), None), ("@x", Decimal("1e-13"), Decimal(1)),
+            ("\tx", Decimal(1), Decimal(1)), ("\rx", Decimal(1), Decimal(1)),
+            ('a "quoted", b', Decimal(1), Decimal(1)), ("", None, None)]
+    lines = exports.csv_bytes(spec, rows).decode("utf-8").split("\n")
+    assert lines[0] == "name,amount,seconds"
+    assert lines[1] == "\"'=SUM(A1:A9)\",-1.500000000000,-2.000"
+    assert lines[2] == "\"'+1\",0.000000000000,0.000"
+    assert lines[3] == "\"'-cmd\",0.000000000000,"
+    assert lines[4] == "\"'@x\",0.000000000000,1.000"
+    assert lines[5] == "\"'\tx\",1.000000000000,1.000"
+    assert lines[6] == "\"'\rx\",1.000000000000,1.000"
+    assert lines[7] == '"a ""quoted"", b",1.000000000000,1.000'
+    assert lines[8] == '"",,'
+    with pytest.raises(TypeError):
+        exports.csv_bytes(spec, [("x", 1.5, None)])
+
+
+def test_formula_in_a_team_label_is_neutralised_end_to_end(sim_run, tmp_path):
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(sim_run["db"], db)
+    con = duckdb.connect(str(db))
+    con.execute("set TimeZone = 'UTC'")
+    con.execute("""update intermediate.int_resource__workloads set team = '=HYPERLINK("http://x")'
+                   where team = 'nlp'""")
+    rebuild_allocation(con)
+    exports.export_day(con, "2026-06-01", tmp_path / "out")
+    text = (tmp_path / "out" / "costs_2026-06-01.csv").read_text()
+    assert '"\'=HYPERLINK(""http://x"")","ml-batch","batch-infer","busy"' in text
+    assert ',"=' not in text
+    con.close()
+
+
+def test_atomic_write_leaves_no_temp_file_and_keeps_the_old_file_on_failure(month_export, tmp_path):
+    assert not [p for p in month_export["out"].iterdir() if p.name.startswith(".")]
+    target = tmp_path / "costs_2026-06-01.csv"
+    target.write_text("old")
+
+    def boom(f):
+        f.write(b"half a file")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        exports.atomic_write(target, boom)
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["costs_2026-06-01.csv"]
+
+
+@pytest.mark.parametrize("bad", ["../2026-06-01", "2026-06-01/../../x", "2026-6-1", "/etc/passwd",
+                                 "2026-06-01\x00", " 2026-06-01", "2026-13-01"])
+def test_bad_day_is_refused_before_any_file_is_written(month_export, tmp_path, bad):
+    with pytest.raises(ValueError):
+        exports.export_day(month_export["con"], bad, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_paths_never_escape_the_out_folder(tmp_path):
+    for bad in ("../x.csv", "/etc/passwd", "a/b.csv", ".hidden", "..", "x\x00.csv"):
+        with pytest.raises(ValueError):
+            exports.safe_target(tmp_path, bad)
+    with pytest.raises(ValueError):
+        exports.parse_month("2026-06/../../etc")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "costs_2026-06-01.csv").symlink_to(outside / "stolen.csv")
+    with pytest.raises(ValueError):
+        exports.safe_target(tmp_path / "out", "costs_2026-06-01.csv")
+    assert exports.safe_target(tmp_path, "focus_2026-06.csv") == (tmp_path / "focus_2026-06.csv").resolve()
+
+
+def test_cli_export_day_and_refusals(sim_run, tmp_path):
+    runner = CliRunner()
+    r = runner.invoke(app, ["export", "--day", "2026-06-02", "--db", str(sim_run["db"]),
+                            "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["costs_2026-06-02.csv",
+                                                          "findings_2026-06-02.csv"]
+    r = runner.invoke(app, ["export", "--day", "../../x", "--db", str(sim_run["db"]),
+                            "--out", str(tmp_path)])
+    assert r.exit_code == 2
+    r = runner.invoke(app, ["export", "--db", str(sim_run["db"]), "--out", str(tmp_path)])
+    assert r.exit_code == 2
