@@ -315,6 +315,56 @@ def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing are
     console.print(c.snapshot()["totals"])
 
 
+@app.command("whatif")
+def whatif_cmd(cooldown: Optional[int] = typer.Option(None, help="KEDA cooldownPeriod, seconds"),
+               scale_down_delay: Optional[int] = typer.Option(None, help="Scale-down grace, seconds"),
+               idle_timeout: Optional[int] = typer.Option(None, help="Serverless idle timeout, s"),
+               day_from: Optional[str] = typer.Option(None, "--from"),
+               day_to: Optional[str] = typer.Option(None, "--to"),
+               db: Path = typer.Option(Path("data/recon.duckdb"))):
+    """Re-price observed tails and serverless idle under other settings: money saved per workload.
+
+    Example: recon whatif --cooldown 60 --idle-timeout 2
+    """
+    from .warehouse import connect
+    from .whatif import aggregate, whatif
+
+    if cooldown is None and scale_down_delay is None and idle_timeout is None:
+        err.print("[red]error:[/red] give --cooldown, --scale-down-delay and/or --idle-timeout")
+        raise typer.Exit(2)
+    con = connect(db, read_only=True)
+    lo = _day(day_from) or date(1, 1, 1)
+    hi = _day(day_to) or date(9999, 12, 31)
+    rows = aggregate(whatif(con, lo, hi, cooldown, scale_down_delay, idle_timeout))
+    t = Table("team", "namespace", "workload", "what", "observed s", "what-if s", "saved USD",
+              title="What if (model: see recon/whatif.py)", title_justify="left")
+    for team, ns, wl, kind, obs, new, saved in rows:
+        t.add_row(team, ns or "", wl or "", kind, f"{obs:,.0f}", f"{new:,.0f}", f"{saved:.2f}")
+    console.print(t)
+    console.print(f"Total saved: {sum((r[6] for r in rows), 0):.2f} USD")
+
+
+@app.command("check")
+def check_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
+              db: Path = typer.Option(Path("data/recon.duckdb"))):
+    """Scheduling verification in four steps for a day; exits 1 when a step fails.
+
+    Example: recon check --day 2026-06-01
+    """
+    from .check import run_checks
+    from .warehouse import connect
+
+    con = connect(db, read_only=True)
+    steps = run_checks(con, date.fromisoformat(day))
+    for s in steps:
+        console.print(f"[{'green' if s.passed else 'red'}]{'PASS' if s.passed else 'FAIL'}[/] "
+                      f"{s.title}", soft_wrap=True)
+        for line in s.lines:
+            console.print(f"    {line}", soft_wrap=True, markup=False)
+    if not all(s.passed for s in steps):
+        raise typer.Exit(1)
+
+
 def main():
     app()
 

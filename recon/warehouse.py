@@ -154,6 +154,12 @@ def sql_models() -> list[tuple[str, str, Path]]:
     return out
 
 
+def _columns(con, schema: str, table: str) -> set[str]:
+    return {r[0] for r in con.execute(
+        "select column_name from information_schema.columns where table_schema = ? "
+        "and table_name = ?", [schema, table]).fetchall()}
+
+
 def build(con, timings: dict | None = None, model_timings: dict | None = None) -> None:
     """Build staging → intermediate → marts → checks from sql/, in one transaction.
 
@@ -162,6 +168,8 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None) -
     """
     import time
 
+    windowed = con.execute("select cfg('day_from') <> '0001-01-01' or cfg('day_to') <> '9999-12-31'"
+                           ).fetchone()[0]
     con.execute("begin transaction")
     try:
         for layer in LAYERS:
@@ -170,7 +178,13 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None) -
             t0 = time.perf_counter()
             body = path.read_text(encoding="utf-8").strip().rstrip(";")
             try:
-                con.execute(f"create or replace table {layer}.{name} as\n{body}")
+                if windowed and layer == "marts" and "day" in _columns(con, layer, name):
+                    # a run for a window replaces that window and keeps the other days
+                    con.execute(f"delete from {layer}.{name} where day between "
+                                f"cfg('day_from')::date and cfg('day_to')::date")
+                    con.execute(f"insert into {layer}.{name} by name\n{body}")
+                else:
+                    con.execute(f"create or replace table {layer}.{name} as\n{body}")
             except duckdb.Error as e:
                 raise RuntimeError(f"{path.relative_to(SQL_DIR.parent)}: {e}") from None
             dt = time.perf_counter() - t0

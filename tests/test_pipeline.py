@@ -90,3 +90,16 @@ def test_demo_summary_matches_ground_truth(tmp_path):
         assert Decimal(tail_s.replace(",", "")) == tails[day]
         assert int(lines["findings"][i]) == findings[day]
     assert db.exists() and "recon query" in r.output
+
+
+def test_a_window_run_replaces_its_days_and_keeps_the_others(sim_run, tmp_path):
+    from datetime import date
+    db = tmp_path / "w.duckdb"
+    src = sim_run["root"] / "input"
+    run(src, db, day_from=date(2026, 6, 1), day_to=date(2026, 6, 1))
+    run(src, db, day_from=date(2026, 6, 2), day_to=date(2026, 6, 2))
+    run(src, db, day_from=date(2026, 6, 2), day_to=date(2026, 6, 2))  # rerun of the same window
+    full = snapshot(sim_run["db"])
+    both = snapshot(db)
+    for m in ("resource_day", "billed_segments", "findings"):
+        assert both[m] == full[m], m

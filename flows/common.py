@@ -1,0 +1,123 @@
+"""What the flows share: tags, the Runpod API key lookup, the retry rule, day parsing.
+
+Flows only wire library steps together (DESIGN §7); anything that computes lives in `recon/`
+or `connectors/`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import UTC, date, datetime, timedelta
+
+# Task tags. Prefect's tag-based concurrency limits apply to every task run carrying the tag:
+#   prefect concurrency-limit create runpod-api 2        # at most 2 provider calls at once
+#   prefect concurrency-limit create recon-warehouse 1   # one DuckDB writer at a time (optional)
+RUNPOD_TAG = "runpod-api"
+WAREHOUSE_TAG = "recon-warehouse"
+
+SECRET_BLOCK = "runpod-api-key"
+API_KEY_ENV = "RUNPOD_API_KEY"  # the connector's own default (connectors.runpod.settings)
+
+_fallback_log = logging.getLogger("flows")
+
+
+def logger():
+    """The Prefect run logger inside a flow/task run, a plain logger otherwise (`.fn()` tests)."""
+    from prefect import get_run_logger
+    from prefect.exceptions import MissingContextError
+
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return _fallback_log
+
+
+def runpod_api_key() -> tuple[str | None, str]:
+    """The Runpod API key and where it came from (never the key in any message).
+
+    First the Prefect Secret block `runpod-api-key`, then the environment variable
+    RUNPOD_API_KEY. Returns (None, reason) when neither is set.
+    """
+    from prefect.blocks.system import Secret
+
+    try:
+        value = Secret.load(SECRET_BLOCK).get()
+    except ValueError:  # no block document of that name
+        value = None
+    if isinstance(value, str) and value.strip():
+        return value.strip(), f"Secret block '{SECRET_BLOCK}'"
+    env = os.environ.get(API_KEY_ENV, "").strip()
+    if env:
+        return env, f"environment variable {API_KEY_ENV}"
+    return None, (f"no Runpod API key: create the Prefect Secret block '{SECRET_BLOCK}' "
+                  f"(prefect block create secret) or set {API_KEY_ENV}")
+
+
+def require_runpod_api_key() -> str:
+    key, source = runpod_api_key()
+    if key is None:
+        raise RuntimeError(source)
+    logger().info("Runpod API key from %s", source)
+    return key
+
+
+def retry_transient(task, task_run, state) -> bool:
+    """Task-level retry only for failures a later attempt can fix.
+
+    The Runpod client already retries each request (429 with Retry-After, 5xx, resets) within
+    its own budget; a task retry covers an outage longer than that budget. A missing or
+    rejected key, a malformed response or a landing-file conflict fails at once.
+    """
+    from prefect.exceptions import MissingResult
+
+    try:
+        exc = state.result(raise_on_failure=False)
+    except MissingResult:  # the failure itself was not kept: retry as usual
+        return True
+    if not isinstance(exc, BaseException):
+        return True
+    try:
+        from connectors.runpod import RunpodAPIError, RunpodRateLimitError, RunpodTransportError
+    except ImportError:
+        return not isinstance(exc, (RuntimeError, ValueError, TypeError))
+    if isinstance(exc, (RunpodTransportError, RunpodRateLimitError)):
+        return True
+    if isinstance(exc, RunpodAPIError):
+        return (getattr(exc, "status", None) or 0) >= 500
+    return isinstance(exc, (OSError, TimeoutError)) and not isinstance(exc, FileExistsError)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def default_day() -> date:
+    """The UTC day before the run's scheduled start (a late or caught-up scheduled run still
+    reconciles the day it was scheduled for); for an ad-hoc run, yesterday UTC."""
+    from prefect.runtime import flow_run
+
+    start = flow_run.scheduled_start_time  # outside a run: now
+    start = start.astimezone(UTC) if start is not None else utc_now()
+    return start.date() - timedelta(days=1)
+
+
+def parse_day(day: str | date | None) -> date:
+    if day is None or day == "":
+        return default_day()
+    if isinstance(day, datetime):
+        return day.astimezone(UTC).date() if day.tzinfo else day.date()
+    if isinstance(day, date):
+        return day
+    try:
+        return date.fromisoformat(str(day).strip())
+    except ValueError:
+        raise ValueError(f"day must be YYYY-MM-DD (UTC), got {day!r}") from None
+
+
+def days_between(start: str | date, end: str | date) -> list[date]:
+    """Every UTC day from start to end, both included."""
+    a, b = parse_day(start), parse_day(end)
+    if b < a:
+        raise ValueError(f"end {b} is before start {a}")
+    return [a + timedelta(days=i) for i in range((b - a).days + 1)]

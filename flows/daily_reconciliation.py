@@ -1,0 +1,307 @@
+"""Daily reconciliation: pull the provider's trailing window (optional), build one UTC day's
+marts from the landing area, validate, publish a summary.
+
+Run directly (a temporary local Prefect API starts if PREFECT_API_URL is not set):
+
+    python flows/daily_reconciliation.py --day 2026-06-01 --landing-dir DIR --db PATH
+
+Deployed: `prefect.yaml` (deployment `daily-reconciliation`, 02:30 UTC for the day before).
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.daily_reconciliation`
+    from flows.common import (
+        RUNPOD_TAG,
+        WAREHOUSE_TAG,
+        logger,
+        parse_day,
+        require_runpod_api_key,
+        retry_transient,
+    )
+except ImportError:  # pragma: no cover - the project is not installed
+    from common import (  # type: ignore
+        RUNPOD_TAG,
+        WAREHOUSE_TAG,
+        logger,
+        parse_day,
+        require_runpod_api_key,
+        retry_transient,
+    )
+
+SUMMARY_KEY = "recon-daily-summary"
+FINDINGS_KEY = "recon-daily-findings"
+TOP_FINDINGS = 10
+MAX_TABLE_ROWS = 5000  # a table artifact is JSON in the Prefect database: keep it bounded
+
+
+# ------------------------------------------------------------------------------------- tasks
+@task(retries=3, retry_delay_seconds=[60, 300, 900], retry_jitter_factor=0.2,
+      retry_condition_fn=retry_transient, tags=[RUNPOD_TAG], cache_policy=NO_CACHE)
+def pull_provider_window(landing_dir: str, start: date, end: date,
+                         base_url: str | None = None) -> dict:
+    """Pull Runpod hourly billing for the UTC days [start, end] into the landing area.
+
+    The API key is resolved here (Secret block `runpod-api-key`, else RUNPOD_API_KEY) so it
+    is never a task parameter (parameters are stored by the Prefect API) and never logged.
+    `base_url` points the client elsewhere (a proxy, or a loopback fake in tests).
+    """
+    from connectors.runpod import RunpodClient, pull_billing
+
+    key = require_runpod_api_key()
+    t0 = datetime.combine(start, time(), UTC)
+    t1 = datetime.combine(end + timedelta(days=1), time(), UTC)
+    client = RunpodClient(key, base_url=base_url) if base_url else RunpodClient(key)
+    try:
+        res = pull_billing(landing_dir, t0, t1, client=client)
+    finally:
+        client.close()
+    for w in res.warnings:
+        logger().warning(w)
+    records = sum(f.record_count for f in res.files)
+    provisional = sum(f.provisional_count for f in res.files)
+    logger().info("Runpod billing %s..%s: %d files, %d records (%d still in progress)",
+                  start, end, len(res.files), records, provisional)
+    return {"files": len(res.files), "records": records, "provisional": provisional,
+            "pulled_at": res.pulled_at.isoformat()}
+
+
+@task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
+def build_marts(landing_dir: str, db: str, day: date, config: str | None = None) -> dict:
+    """Land new/changed files of the landing area and build the marts for one UTC day."""
+    from recon.pipeline import run
+
+    res = run(landing_dir, db, config, day_from=day, day_to=day)
+    log = logger()
+    log.info("landed %d files: %d records in = %d loaded + %d quarantined + %d skipped; "
+             "%d quarantined in staging", len(res.files), res.records_in, res.loaded,
+             res.quarantined, res.skipped, res.staging_quarantined)
+    if res.quarantined or res.staging_quarantined:
+        log.warning("%d record(s) quarantined: run `recon quarantine --db %s`",
+                    res.quarantined + res.staging_quarantined, db)
+    return {"files": len(res.files), "records_in": res.records_in, "loaded": res.loaded,
+            "quarantined": res.quarantined, "skipped": res.skipped,
+            "staging_quarantined": res.staging_quarantined,
+            "timings": {k: round(v, 3) for k, v in res.timings.items()}}
+
+
+@task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
+def validate_marts(db: str, day: date) -> dict:
+    """VALIDATION GATE: raise here to fail the run loudly before anything is published.
+
+    Runs `recon.validate.validate` (the Great Expectations suites of expectations/, results
+    in marts.validation_results) when that module exists; any critical failure raises with
+    the report. Warnings are logged and shown in the summary. A day without billed rows is
+    only a warning (an idle fleet is possible).
+    """
+    from recon.warehouse import connect
+
+    log = logger()
+    con = connect(db, read_only=True)
+    try:
+        n = con.execute("select count(*) from marts.resource_day where day = ?",
+                        [day]).fetchone()[0]
+    finally:
+        con.close()
+    if n == 0:
+        log.warning("no billed or active resource on %s in %s: is the landing area complete "
+                    "for that day?", day, db)
+    try:
+        from recon.validate import validate
+    except ImportError:
+        log.warning("recon.validate not available: marts published without validation")
+        return {"skipped": "recon.validate not available"}
+    from prefect.runtime import flow_run
+
+    run_id = f"{day}/{flow_run.id or 'local'}"
+    con = connect(db)
+    try:
+        report = validate(con, run_id)
+    finally:
+        con.close()
+    for w in report.warnings:
+        log.warning("validation warning: %s", w)
+    if not report.success:
+        raise RuntimeError(f"validation failed, nothing published for {day}:\n{report.summary()}")
+    log.info("validation %s: %d expectations, %d passed, %d warnings (%.1f s)", run_id,
+             report.evaluated, report.passed, len(report.warnings), report.seconds)
+    return {"run_id": run_id, "evaluated": report.evaluated, "passed": report.passed,
+            "warnings": [str(w) for w in report.warnings]}
+
+
+def day_summary(db: str, day: date) -> tuple[dict, list[dict]]:
+    """The day's summary row (as `recon run` prints it) and its findings, most money first."""
+    from recon.pipeline import summarise
+    from recon.warehouse import connect
+
+    con = connect(db, read_only=True)
+    try:
+        summary = next((d for d in summarise(con) if d["day"] == day), None)
+        cur = con.execute(
+            "select finding_id, code, severity, resource_id, day, window_start, window_end, "
+            "seconds, amount_at_stake, message from marts.findings where day = ? "
+            "order by amount_at_stake desc nulls last, code, resource_id, finding_id", [day])
+        cols = [c[0] for c in cur.description]
+        findings = [dict(zip(cols, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+    return summary, findings
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, datetime):
+        return v.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return str(v)
+
+
+def _md(v) -> str:
+    return _cell(v).replace("|", "\\|").replace("\n", " ")
+
+
+def _usd(v) -> str:
+    return str(Decimal(v or 0).quantize(Decimal("0.01")))
+
+
+SUMMARY_ROWS = (  # (label, summary key); the test reads these labels back
+    ("Billed", "billed"),
+    ("Busy", "busy"),
+    ("Startup / cold start", "startup"),
+    ("Tail (billed after exit)", "tail"),
+    ("Lingering storage", "lingering_storage"),
+    ("Network volume", "network_volume"),
+    ("Serverless idle", "serverless_idle"),
+    ("Idle gap + unobserved", "idle_unobserved"),
+)
+
+
+def render_markdown(day: date, db: str, summary: dict | None, findings: list[dict],
+                    load: dict | None, validation: dict | None = None) -> str:
+    lines = [f"# GPU billing reconciliation, {day} (UTC)", ""]
+    if summary is None:
+        lines += [f"No billed resource for {day} in `{db}`.", ""]
+    else:
+        lines += ["| category | USD |", "|---|---:|"]
+        lines += [f"| {label} | {_usd(summary[key])} |" for label, key in SUMMARY_ROWS]
+        lines += [f"| At stake ({summary['findings']} findings) | {_usd(summary['at_stake'])} |",
+                  ""]
+    if findings:
+        top = findings[:TOP_FINDINGS]
+        lines += [f"## Top {len(top)} findings by money at stake", "",
+                  "| # | code | severity | resource | USD at stake | message |",
+                  "|---:|---|---|---|---:|---|"]
+        lines += [f"| {i} | {f['code']} | {f['severity']} | {_md(f['resource_id'])} | "
+                  f"{_usd(f['amount_at_stake'])} | {_md(f['message'])} |"
+                  for i, f in enumerate(top, 1)]
+        lines.append("")
+    if load:
+        lines.append(f"Input: {load['files']} files, {load['records_in']} records: "
+                     f"{load['loaded']} loaded, {load['quarantined']} quarantined at load, "
+                     f"{load['staging_quarantined']} quarantined in staging, {load['skipped']} "
+                     f"skipped (not billing data).")
+    if validation and "evaluated" in validation:
+        lines.append(f"Validation `{validation['run_id']}`: {validation['passed']} of "
+                     f"{validation['evaluated']} expectations held, "
+                     f"{len(validation['warnings'])} warning(s) "
+                     f"(`marts.validation_results`).")
+        lines += [f"* warning: {_md(w)}" for w in validation["warnings"][:TOP_FINDINGS]]
+    elif validation:
+        lines.append(f"Validation skipped: {validation['skipped']}.")
+    lines.append(f"Warehouse: `{db}` (`marts.findings`, `marts.resource_day`, "
+                 f"`marts.billed_segments`).")
+    return "\n".join(lines) + "\n"
+
+
+@task(cache_policy=NO_CACHE)
+def publish_summary(db: str, day: date, load: dict | None = None,
+                    validation: dict | None = None) -> dict:
+    """A markdown artifact (the day's money by category, top findings) and a table artifact
+    (every finding of the day). Returns the summary with amounts as strings."""
+    summary, findings = day_summary(db, day)
+    create_markdown_artifact(render_markdown(day, db, summary, findings, load, validation),
+                             key=SUMMARY_KEY,
+                             description=f"Reconciliation summary for {day} (UTC)")
+    rows = [{k: _cell(v) for k, v in f.items()} for f in findings[:MAX_TABLE_ROWS]]
+    more = len(findings) - len(rows)
+    create_table_artifact(rows, key=FINDINGS_KEY,
+                          description=f"Findings for {day} (UTC), most money first"
+                          + (f"; {more} more in marts.findings" if more > 0 else ""))
+    out = {k: _cell(v) for k, v in (summary or {"day": day, "findings": 0}).items()}
+    logger().info("%s: billed %s USD, %s findings, %s USD at stake", day,
+                  out.get("billed", "0.00"), out["findings"], out.get("at_stake", "0.00"))
+    return out
+
+
+# -------------------------------------------------------------------------------------- flow
+def _run_name() -> str:
+    from prefect.runtime import flow_run
+
+    day = (flow_run.parameters or {}).get("day")
+    return f"daily-{day or 'yesterday'}"
+
+
+def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = None,
+                  pull_provider: bool = False, trailing_days: int = 1,
+                  validation: bool = True) -> dict:
+    """The daily steps in order; shared by the daily flow and the backfill flow."""
+    if pull_provider:
+        if trailing_days < 1:
+            raise ValueError("trailing_days must be at least 1")
+        pull_provider_window(landing_dir, day - timedelta(days=trailing_days - 1), day)
+    load = build_marts(landing_dir, db, day, config)
+    checked = validate_marts(db, day) if validation else {"skipped": "validation=false"}
+    return publish_summary(db, day, load, checked)
+
+
+@flow(name="daily-reconciliation", flow_run_name=_run_name, log_prints=False)
+def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landing",
+                         db: str = "data/recon.duckdb", config: str | None = None,
+                         pull_provider: bool = False, trailing_days: int = 3,
+                         validation: bool = True) -> dict:
+    """Reconcile one UTC day: landing area -> DuckDB marts -> summary artifacts.
+
+    Args:
+        day: UTC day to reconcile, YYYY-MM-DD. Default: the day before the run's scheduled
+            start (yesterday for an ad-hoc run).
+        landing_dir: Folder the collectors and provider pulls write to; every new or changed
+            file in it is loaded (relative paths are relative to the worker's working dir).
+        db: DuckDB warehouse file.
+        config: recon TOML (thresholds, mapping, rates). Default: LANDING_DIR/recon.toml.
+        pull_provider: First pull Runpod billing for the trailing window into the landing
+            area (API key: Secret block `runpod-api-key`, else env RUNPOD_API_KEY).
+        trailing_days: Days pulled, ending with `day` (Runpod restates recent buckets, so
+            recent days are pulled again; a later pull of a bucket wins).
+        validation: Run the data-quality gate (recon.validate, Great Expectations suites)
+            before publishing; a critical failure fails the run.
+    """
+    return reconcile_day(parse_day(day), str(landing_dir), str(db),
+                         str(config) if config else None, pull_provider, trailing_days, validation)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description="Reconcile one UTC day (Prefect flow).")
+    p.add_argument("--day", help="UTC day YYYY-MM-DD (default: yesterday)")
+    p.add_argument("--landing-dir", default="data/landing")
+    p.add_argument("--db", default="data/recon.duckdb")
+    p.add_argument("--config", help="recon TOML (default: LANDING_DIR/recon.toml)")
+    p.add_argument("--pull-provider", action="store_true", help="pull Runpod billing first")
+    p.add_argument("--trailing-days", type=int, default=3)
+    p.add_argument("--no-validate", action="store_true", help="skip the data-quality gate")
+    a = p.parse_args(argv)
+    daily_reconciliation(day=a.day, landing_dir=str(Path(a.landing_dir)), db=str(Path(a.db)),
+                         config=a.config, pull_provider=a.pull_provider,
+                         trailing_days=a.trailing_days, validation=not a.no_validate)
+
+
+if __name__ == "__main__":
+    main()

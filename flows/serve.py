@@ -1,0 +1,71 @@
+"""`recon serve`: run the daily reconciliation on its cron from one long-lived process.
+
+Prefect's scheduler is a service of a real API server: a flow served against the temporary
+(ephemeral) API is registered but never scheduled ("Cannot schedule flows on an ephemeral
+server"). So when PREFECT_API_URL is not set, this starts `prefect server start` on
+127.0.0.1 as a child process for as long as it serves (its SQLite database lives in
+PREFECT_HOME, so the schedule and the run history survive restarts), then serves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+
+@contextlib.contextmanager
+def local_server(port: int = 4200, timeout: float = 120.0):
+    """A `prefect server start` child on 127.0.0.1:port; yields its API URL."""
+    url = f"http://127.0.0.1:{port}/api"
+    with contextlib.suppress(OSError):
+        urllib.request.urlopen(f"{url}/health", timeout=2)
+        raise RuntimeError(f"something already answers on {url}: set PREFECT_API_URL to use "
+                           f"it, or pick another --port")
+    proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start",
+                             "--host", "127.0.0.1", "--port", str(port)], start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"prefect server exited with code {proc.returncode}")
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"prefect server not healthy on {url} after {timeout}s")
+                time.sleep(1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def serve_daily(landing_dir: str, db: str, cron: str = "30 2 * * *", port: int = 4200) -> None:
+    """Serve deployment `daily-reconciliation/daily-reconciliation` on `cron` (UTC)."""
+    if os.environ.get("PREFECT_API_URL"):
+        return _serve(landing_dir, db, cron)
+    with local_server(port) as url:
+        os.environ["PREFECT_API_URL"] = url  # for flow-run subprocesses
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with temporary_settings({PREFECT_API_URL: url}):
+            _serve(landing_dir, db, cron)
+
+
+def _serve(landing_dir: str, db: str, cron: str) -> None:
+    from prefect.schedules import Cron
+
+    from flows.daily_reconciliation import daily_reconciliation
+
+    daily_reconciliation.serve(name="daily-reconciliation",
+                               schedules=[Cron(cron, timezone="UTC")],
+                               parameters={"landing_dir": str(landing_dir), "db": str(db)})

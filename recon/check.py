@@ -1,0 +1,65 @@
+"""`recon check --day D`: the scheduling verification in four steps, each passing or naming
+the resources that fail (built on the marts: the same evidence as the findings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Step:
+    title: str
+    passed: bool
+    lines: list[str] = field(default_factory=list)
+
+
+def _findings(con, day, *codes):
+    q = ", ".join("?" for _ in codes)
+    return con.execute(f"select code, resource_id, message from marts.findings "
+                       f"where day = ? and code in ({q}) order by amount_at_stake desc",
+                       [day, *codes]).fetchall()
+
+
+def run_checks(con, day) -> list[Step]:
+    steps = []
+    nodes = con.execute("""select count(distinct node_name), coalesce(sum(gpu_capacity), 0)
+                           from (select node_name, max(gpu_capacity) as gpu_capacity
+                                 from staging.stg_k8s__nodes
+                                 where created_at < ?::date + 1 group by all)
+                           where gpu_capacity > 0""", [day]).fetchone()
+    pend = _findings(con, day, "UNSCHEDULABLE_GPU")
+    s = Step("1. GPU capacity: nodes exposing nvidia.com/gpu, pods left Pending", not pend,
+             [f"{nodes[0]} node(s) expose {nodes[1]} nvidia.com/gpu in total"])
+    s.lines += [f"FAIL {rid}: {msg}" for _, rid, msg in pend]
+    steps.append(s)
+
+    slow = _findings(con, day, "STARTUP_BUDGET_EXCEEDED")
+    n = con.execute("""select count(*), max(epoch(ready_at) - epoch(started_at))
+                       from marts.workload_lifecycle
+                       where gpus > 0 and ready_at is not null and started_at::date = ?""",
+                    [day]).fetchone()
+    s = Step("2. Startup probe budget (failureThreshold × periodSeconds) vs observed startup",
+             not slow, [f"{n[0]} GPU pod(s) became ready; the slowest took {n[1] or 0:.0f} s"])
+    s.lines += [f"FAIL {rid}: {msg}" for _, rid, msg in slow]
+    steps.append(s)
+
+    late = _findings(con, day, "BILLED_AFTER_EXIT", "SCALE_TO_ZERO_LATE", "BILLED_EXCEEDS_RUNTIME")
+    s = Step("3. Scale to zero after cooldownPeriod (replicas and nodes)", not late)
+    s.lines += [f"FAIL {code} {rid}: {msg}" for code, rid, msg in late]
+    steps.append(s)
+
+    rows = con.execute("""
+        select resource_kind, count(*), sum(billed_seconds), sum(billed_amount),
+               sum(expected_amount), sum(lingering_storage_seconds), sum(serverless_idle_seconds),
+               max(compute_stopped_at)
+        from marts.resource_day where day = ? group by all order by 1""", [day]).fetchall()
+    bad = _findings(con, day, "RATE_MISMATCH", "DUPLICATE_BILLING", "RATE_MISSING")
+    s = Step("4. Bill = POD_TOTAL (compute_s × rate + disk_s × disk_rate + volume_h × nv_rate) "
+             "+ SERVERLESS_TOTAL (billable worker s × worker rate)", not bad)
+    for kind, n, secs, billed, expected, linger, idle, stopped in rows:
+        s.lines.append(f"{kind}: {n} resource(s), {secs} s billed, billed ${billed:.2f} vs "
+                       f"formula ${(expected or 0):.2f}; storage with compute stopped {linger} s; "
+                       f"serverless idle {idle} s; last compute stop {stopped or '-'}")
+    s.lines += [f"FAIL {code} {rid}: {msg}" for code, rid, msg in bad]
+    steps.append(s)
+    return steps

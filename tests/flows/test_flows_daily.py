@@ -1,0 +1,117 @@
+"""The daily flow through a Prefect test API: marts built, artifacts equal to the marts.
+
+Two flow runs in all (daily for DAY, then a backfill over DAY..DAY2), shared via fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal
+
+import duckdb
+import pytest
+
+CENT = Decimal("0.01")
+
+
+def q(db, sql, params=()):
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        con.execute("set TimeZone = 'UTC'")
+        return con.execute(sql, list(params)).fetchall()
+    finally:
+        con.close()
+
+
+def money(v) -> Decimal:
+    return Decimal(v or 0).quantize(CENT)
+
+
+def md_value(markdown: str, label: str) -> Decimal:
+    m = re.search(rf"^\| {re.escape(label)} \| (-?[0-9]+\.[0-9]{{2}}) \|$", markdown, re.MULTILINE)
+    assert m, f"no row {label!r} in the summary artifact:\n{markdown}"
+    return Decimal(m.group(1))
+
+
+def test_daily_flow_builds_the_days_marts(daily_run):
+    assert daily_run["state"].is_completed(), daily_run["state"]
+    db, day = daily_run["db"], daily_run["day"]
+    for mart in ("resource_day", "billed_segments", "findings"):
+        n = q(db, f"select count(*) from marts.{mart} where day = ?", [day])[0][0]
+        assert n > 0, f"marts.{mart} has no row for {day}"
+    # the run is scoped to the day it was given
+    assert q(db, "select distinct day from marts.resource_day") == [(day,)]
+
+
+def test_summary_artifact_equals_the_marts(daily_run, artifacts_of):
+    db, day = daily_run["db"], daily_run["day"]
+    arts = artifacts_of(daily_run["flow_run_id"])
+    md = arts["recon-daily-summary"].data
+    assert arts["recon-daily-summary"].type == "markdown"
+    assert str(day) in md
+    # independent of recon.pipeline.summarise: straight from the marts
+    billed, busy, tail, lingering, sl_idle = q(db, """
+        select sum(amount),
+               sum(amount) filter (where category = 'busy'),
+               sum(amount) filter (where category = 'tail'),
+               sum(amount) filter (where category = 'storage_lingering'),
+               sum(amount) filter (where category = 'idle')
+        from marts.billed_segments where day = ?""", [day])[0]
+    n_findings, at_stake = q(db, "select count(*), sum(amount_at_stake) from marts.findings "
+                                 "where day = ?", [day])[0]
+    assert md_value(md, "Billed") == money(billed) > 0
+    assert md_value(md, "Busy") == money(busy)
+    assert md_value(md, "Tail (billed after exit)") == money(tail)
+    assert md_value(md, "Lingering storage") == money(lingering)
+    assert md_value(md, "Serverless idle") == money(sl_idle)
+    assert md_value(md, f"At stake ({n_findings} findings)") == money(at_stake)
+    # top findings: most money first, the first one is the day's largest
+    top = md.split("## Top", 1)[1]
+    amounts = [Decimal(a) for a in re.findall(r"^\| \d+ \| [A-Z_]+ \| .*? \| (-?[0-9.]+) \| ",
+                                              top, re.MULTILINE)]
+    assert amounts == sorted(amounts, reverse=True) and len(amounts) == min(10, n_findings)
+    largest = q(db, "select max(amount_at_stake) from marts.findings where day = ?", [day])[0][0]
+    assert amounts[0] == money(largest)
+    # the data-quality gate ran before publishing
+    assert re.search(r"^Validation `2026-06-01/[0-9a-f-]+`: (\d+) of \1 expectations held",
+                     md, re.MULTILINE)
+    # the flow's return value carries the same summary
+    assert Decimal(daily_run["state"].result()["billed"]) == money(billed)
+
+
+def test_findings_table_artifact_has_every_finding(daily_run, artifacts_of):
+    db, day = daily_run["db"], daily_run["day"]
+    art = artifacts_of(daily_run["flow_run_id"])["recon-daily-findings"]
+    assert art.type == "table"
+    rows = json.loads(art.data)
+    ids = q(db, "select finding_id from marts.findings where day = ?", [day])
+    assert len(rows) == len(ids)
+    assert {r["finding_id"] for r in rows} == {i[0] for i in ids}
+    assert {r["day"] for r in rows} == {str(day)}
+
+
+@pytest.fixture(scope="session")
+def backfill_run(daily_run):
+    """Backfill DAY..DAY2 on the daily run's warehouse: DAY is already there."""
+    from flows.backfill import backfill
+
+    state = backfill(start=str(daily_run["day"]), end=str(daily_run["day2"]),
+                     landing_dir=str(daily_run["landing"]), db=str(daily_run["db"]),
+                     validation=False, return_state=True)  # the gate costs ~10 s (GX)
+    return {**daily_run, "state": state, "flow_run_id": state.state_details.flow_run_id}
+
+
+def test_backfill_skips_built_days_and_builds_the_rest(backfill_run, artifacts_of):
+    run = backfill_run
+    assert run["state"].is_completed(), run["state"]
+    assert run["state"].result() == {"built": [str(run["day2"])], "skipped": [str(run["day"])]}
+    assert q(run["db"], "select count(*) from marts.resource_day where day = ?",
+             [run["day2"]])[0][0] > 0
+    md = artifacts_of(run["flow_run_id"])["recon-daily-summary"].data
+    assert str(run["day2"]) in md
+
+
+def test_backfill_keeps_the_days_built_before(backfill_run):
+    days = q(backfill_run["db"], "select distinct day from marts.resource_day order by day")
+    assert days == [(backfill_run["day"],), (backfill_run["day2"],)]

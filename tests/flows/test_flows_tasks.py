@@ -1,0 +1,158 @@
+"""Task logic without flow runs (`.fn`), against the loopback Runpod fake: key lookup, the
+retry rule, the provider pull and inventory snapshot, day handling, markdown escaping."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, date, datetime
+
+import pytest
+
+KEY = "rpa_FLOWTEST_0123456789abcdef"
+
+
+@pytest.fixture
+def fake_runpod():
+    from tests.fakes.runpod_api import FakeRunpodAPI, make_billing
+
+    billing = make_billing(datetime(2026, 5, 30, tzinfo=UTC), hours=24 * 4)
+    with FakeRunpodAPI(KEY, billing=billing, now=datetime(2026, 6, 3, 12, tzinfo=UTC)) as fake:
+        yield fake
+
+
+@pytest.fixture
+def no_key(harness, monkeypatch):
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
+
+
+def test_pull_provider_window_lands_billing_and_never_logs_the_key(
+        no_key, monkeypatch, fake_runpod, tmp_path, caplog):
+    from flows.daily_reconciliation import pull_provider_window
+
+    monkeypatch.setenv("RUNPOD_API_KEY", KEY)
+    caplog.set_level(logging.DEBUG)
+    out = pull_provider_window.fn(str(tmp_path), date(2026, 5, 31), date(2026, 6, 1),
+                                  base_url=fake_runpod.base_url)
+    assert out["files"] >= 3 and out["records"] > 0
+    landed = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(landed) == out["files"]
+    windows = {(s.query.get("startTime"), s.query.get("endTime"))
+               for s in fake_runpod.served if "billing" in s.path}
+    assert windows == {("2026-05-31T00:00:00Z", "2026-06-02T00:00:00Z")}
+    assert "environment variable RUNPOD_API_KEY" in caplog.text
+    assert KEY not in caplog.text
+    assert all(KEY.encode() not in p.read_bytes() for p in landed)
+
+
+def test_inventory_snapshot_and_collect_without_kubernetes(no_key, monkeypatch, fake_runpod,
+                                                           tmp_path):
+    from flows.collect import collect, snapshot_runpod_inventory
+
+    monkeypatch.setenv("RUNPOD_API_KEY", KEY)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    out = snapshot_runpod_inventory.fn(str(tmp_path), base_url=fake_runpod.base_url)
+    assert out["files"] >= 3
+    # nothing to collect: no kubeconfig/contexts, not in a pod, inventory off
+    assert collect.fn(landing_dir=str(tmp_path), runpod_inventory=False) == {}
+
+
+def test_missing_key_fails_with_the_places_to_put_it(no_key, tmp_path):
+    from flows.daily_reconciliation import pull_provider_window
+
+    with pytest.raises(RuntimeError, match="runpod-api-key.*RUNPOD_API_KEY"):
+        pull_provider_window.fn(str(tmp_path), date(2026, 6, 1), date(2026, 6, 1))
+
+
+def test_secret_block_wins_over_the_environment(no_key, monkeypatch):
+    from prefect.blocks.system import Secret
+
+    from flows.common import SECRET_BLOCK, runpod_api_key
+
+    monkeypatch.setenv("RUNPOD_API_KEY", "from-env")
+    Secret(value="from-block").save(SECRET_BLOCK, overwrite=True)
+    try:
+        assert runpod_api_key() == ("from-block", "Secret block 'runpod-api-key'")
+    finally:
+        Secret.delete(SECRET_BLOCK)
+    assert runpod_api_key() == ("from-env", "environment variable RUNPOD_API_KEY")
+
+
+@pytest.mark.parametrize("exc, retry", [
+    ("RunpodTransportError", True),
+    ("RunpodRateLimitError", True),
+    ("RunpodAuthError", False),
+    ("RunpodResponseError", False),
+    ("5xx", True),
+    ("4xx", False),
+    ("config", False),
+])
+def test_task_retries_only_transient_failures(exc, retry):
+    from prefect.states import Failed
+
+    import connectors.runpod as rp
+    from flows.common import retry_transient
+
+    if exc == "config":
+        err = RuntimeError("no Runpod API key")
+    elif exc == "RunpodAuthError":
+        err = rp.RunpodAuthError("401", endpoint="/v2/billing/pods", status=401)
+    elif exc in ("5xx", "4xx"):
+        err = rp.RunpodAPIError("x", endpoint="/v2/billing/pods",
+                                status=503 if exc == "5xx" else 400)
+    else:
+        err = getattr(rp, exc)("boom", endpoint="/v2/billing/pods")
+    assert retry_transient(None, None, Failed(data=err)) is retry
+
+
+def test_days_and_defaults():
+    from flows.common import days_between, parse_day
+
+    assert days_between("2026-06-01", "2026-06-03") == [date(2026, 6, d) for d in (1, 2, 3)]
+    with pytest.raises(ValueError, match="before start"):
+        days_between("2026-06-02", "2026-06-01")
+    with pytest.raises(ValueError, match="YYYY-MM-DD"):
+        parse_day("01/06/2026")
+    assert parse_day(None) == datetime.now(UTC).date().fromordinal(
+        datetime.now(UTC).date().toordinal() - 1)
+
+
+def test_markdown_escapes_cells():
+    from decimal import Decimal
+
+    from flows.daily_reconciliation import render_markdown
+
+    f = {"code": "BILLED_AFTER_EXIT", "severity": "high", "resource_id": "pod|x",
+         "amount_at_stake": Decimal("1.005"), "message": "a | b\nc"}
+    md = render_markdown(date(2026, 6, 1), "x.duckdb", None, [f], None)
+    assert "pod\\|x" in md and "a \\| b c" in md and "No billed resource" in md
+
+
+def test_a_critical_validation_failure_fails_the_task(tmp_path, monkeypatch):
+    import recon.validate
+    from flows.daily_reconciliation import validate_marts
+    from recon.pipeline import run
+    from recon.simulate import simulate
+    from recon.validate import Failure, ValidationReport
+
+    simulate(tmp_path / "in", seed=3, days=1, nodes=1, endpoints=1)
+    run(tmp_path / "in", tmp_path / "db.duckdb", day_from=date(2026, 6, 1), day_to=date(2026, 6, 1))
+    bad = Failure("marts.findings", "expect_column_values_to_not_be_null", "day", "critical", 1,
+                  "marts.findings.day: 1 null")
+    monkeypatch.setattr(recon.validate, "validate",
+                        lambda con, run_id, **kw: ValidationReport(run_id, critical_failures=[bad]))
+    with pytest.raises(RuntimeError, match=r"(?s)validation failed, nothing published.*1 null"):
+        validate_marts.fn(str(tmp_path / "db.duckdb"), date(2026, 6, 1))
+
+
+def test_collect_kubernetes_lists_a_cluster_from_a_kubeconfig(tmp_path):
+    from flows.collect import collect_kubernetes
+    from tests.fakes.k8s_api import FakeKubeAPI, make_pod
+
+    with FakeKubeAPI() as fake:
+        fake.create("pods", make_pod("trainer-0", "ml"))
+        kubeconfig = fake.write_kubeconfig(tmp_path / "kubeconfig", "c1")
+        snap = collect_kubernetes.fn(str(tmp_path / "landing"), kubeconfig=str(kubeconfig),
+                                     contexts=["c1"], once=True)
+    assert list(snap["clusters"]) == ["c1"]
+    assert snap["clusters"]["c1"]["pods"]["written"] >= 1 and any(
+        "trainer-0" in p.read_text() for p in (tmp_path / "landing").rglob("*") if p.is_file())

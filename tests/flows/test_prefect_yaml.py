@@ -1,0 +1,61 @@
+"""prefect.yaml: every entrypoint resolves to a Flow whose parameters match the deployment."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def deployments() -> dict[str, dict]:
+    spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
+    return {d["name"]: d for d in spec["deployments"]}
+
+
+def resolve(entrypoint: str):
+    path, func = entrypoint.split(":")
+    assert (REPO / path).is_file(), f"{path} does not exist"
+    module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+    return getattr(module, func)
+
+
+def test_one_deployment_per_flow():
+    assert set(deployments()) == {"daily-reconciliation", "collect", "backfill"}
+
+
+@pytest.mark.parametrize("name", ["daily-reconciliation", "collect", "backfill"])
+def test_entrypoint_resolves_to_a_flow_with_these_parameters(name):
+    from prefect import Flow
+
+    d = deployments()[name]
+    fl = resolve(d["entrypoint"])
+    assert isinstance(fl, Flow), f"{d['entrypoint']} is {type(fl)}"
+    params = inspect.signature(fl.fn).parameters
+    unknown = set(d.get("parameters") or {}) - set(params)
+    assert not unknown, f"{name}: parameters not on the flow: {unknown}"
+    missing_doc = [p for p in params if p not in d["description"]]
+    assert not missing_doc, f"{name}: description does not document {missing_doc}"
+    assert d["work_pool"]["name"] == "recon-process"
+
+
+def test_daily_schedule_is_0230_utc_and_names_match_the_cli():
+    d = deployments()["daily-reconciliation"]
+    assert isinstance(d["schedules"], list) and len(d["schedules"]) == 1
+    s = d["schedules"][0]
+    assert s["cron"] == "30 2 * * *" and s["timezone"] == "UTC" and s.get("active", True)
+    # `prefect deployment run 'daily-reconciliation/daily-reconciliation'` and `recon serve`
+    assert resolve(d["entrypoint"]).name == "daily-reconciliation"
+    assert "schedules" not in deployments()["backfill"]
+
+
+def test_provider_tasks_carry_the_concurrency_tag():
+    from flows.collect import snapshot_runpod_inventory
+    from flows.daily_reconciliation import pull_provider_window
+
+    for t in (pull_provider_window, snapshot_runpod_inventory):
+        assert "runpod-api" in t.tags and t.retries == 3
