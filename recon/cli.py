@@ -266,13 +266,12 @@ def schema_cmd(markdown: bool = typer.Option(False, "--markdown", help="Print Ma
     Example: recon schema --markdown
     """
     from .schema import MARTS
+    from .schema import markdown as schema_markdown
 
+    if markdown:
+        sys.stdout.write(schema_markdown())
+        return
     for table, spec in MARTS.items():
-        if markdown:
-            print(f"\n### `marts.{table}`\n\n{spec['grain']}.\n\n| column | meaning |\n|---|---|")
-            for col, desc in spec["columns"].items():
-                print(f"| `{col}` | {desc} |")
-            continue
         t = Table("column", "meaning", title=f"marts.{table} — {spec['grain']}", title_justify="left")
         for col, desc in spec["columns"].items():
             t.add_row(col, desc)

@@ -128,8 +128,32 @@ MARTS: dict[str, dict] = {
             "message": "A sentence naming the evidence and the threshold",
         },
     },
+    "validation_results": {
+        "grain": "one row per expectation checked per run (written by the validation step)",
+        "columns": {
+            "run_id": "The run that validated (a daily flow run id, or the CLI's run id)",
+            "suite": "Great Expectations suite (a file in expectations/)",
+            "expectation": "Expectation type and its arguments",
+            "column": "Column checked (NULL for table-level expectations)",
+            "success": "True when the expectation held",
+            "observed_value": "What GX observed, as text",
+            "unexpected_count": "Rows that broke it",
+            "severity": "`critical` fails the run; `warning` is reported",
+            "message": "Which rows failed and why, by their keys",
+            "checked_at": "When the check ran (UTC)",
+        },
+    },
 }
 
 
 def describe(table: str, column: str) -> str:
     return MARTS[table]["columns"][column]
+
+
+def markdown() -> str:
+    """The marts' documentation as Markdown: `recon schema --markdown`, and the README's copy."""
+    out = []
+    for table, spec in MARTS.items():
+        out.append(f"\n### `marts.{table}`\n\n{spec['grain']}.\n\n| column | meaning |\n|---|---|")
+        out += [f"| `{col}` | {desc} |" for col, desc in spec["columns"].items()]
+    return "\n".join(out) + "\n"

@@ -20,8 +20,12 @@ KINDS = {"billing-pods": "pods", "billing-serverless": "serverless",
 def _marts(db):
     con = duckdb.connect(str(db), read_only=True)
     try:
-        return {m: con.execute(f"select * from marts.{m} order by all").fetchall()
-                for m in ("resource_day", "billed_segments", "findings")}
+        # bill_state depends on when each bill was pulled, which differs here by design
+        return {m: con.execute(f"select * exclude ({x}) from marts.{m} order by all").fetchall()
+                for m, x in (("resource_day", "bill_state"), ("billed_segments", "amount, seconds"),
+                             ("findings", "message"))} | {
+            m: con.execute(f"select * from marts.{m} order by all").fetchall()
+            for m in ("billed_segments", "findings")}
     finally:
         con.close()
 

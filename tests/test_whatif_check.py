@@ -1,0 +1,58 @@
+"""`recon whatif` re-prices tails and idle; `recon check` verifies scheduling in four steps."""
+
+from datetime import date, timedelta
+from decimal import Decimal
+
+from typer.testing import CliRunner
+
+from engine.build import World, t
+from recon.cli import app
+from recon.check import run_checks
+from recon.pipeline import run
+from recon.warehouse import connect
+from recon.whatif import whatif
+
+DAY = date(2026, 6, 1)
+
+
+def test_whatif_cooldown_prices_the_tail_it_would_cut(tmp_path):
+    w = World(tmp_path)
+    w.node("n1", "pod1", t("10:00"), t("10:02"))
+    w.pod("job-a", "n1", t("10:03"), t("10:05"), t("11:00"))
+    w.compute("pod1", t("10:00"), t("12:00"), Decimal("3.60"))  # a one-hour tail at $0.001/s
+    run(w.write(), tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    [s] = whatif(con, DAY, DAY, cooldown_s=60, grace_s=60)
+    assert (s.workload, s.team, s.kind) == ("job-a", "vision", "tail")
+    assert s.observed_seconds == 3600 and s.whatif_seconds == 120
+    assert abs(s.saved_usd - Decimal("3.48")) < Decimal("0.000001")
+    [s] = whatif(con, DAY, DAY, cooldown_s=7200)
+    assert s.saved_usd == 0  # a longer cooldown never saves what was not billed
+    r = CliRunner().invoke(app, ["whatif", "--db", str(tmp_path / "db.duckdb"), "--cooldown", "60",
+                                 "--scale-down-delay", "60"], terminal_width=200)
+    assert r.exit_code == 0 and "Total saved: 3.48 USD" in r.output
+
+
+def test_whatif_idle_timeout_on_the_simulated_endpoints(sim_run):
+    con = connect(sim_run["db"], read_only=True)
+    shorter = {s.workload: s.saved_usd for s in whatif(con, DAY, DAY, idle_timeout_s=2)}
+    same = {s.workload: s.saved_usd for s in whatif(con, DAY, DAY, idle_timeout_s=5)}
+    assert len(shorter) == 2 and all(v > 0 for v in shorter.values())
+    assert all(v == 0 for v in same.values())
+
+
+def test_check_names_what_fails_and_passes_a_clean_day(sim_run, tmp_path):
+    con = connect(sim_run["db"], read_only=True)
+    steps = run_checks(con, DAY)
+    assert [s.passed for s in steps] == [False, False, False, True]
+    assert any("Insufficient nvidia.com/gpu" in line for line in steps[0].lines)
+    assert any("BILLED_AFTER_EXIT" in line for line in steps[2].lines)
+    w = World(tmp_path / "clean")
+    w.node("n1", "pod1", t("10:00"), t("10:02"))
+    w.pod("job-a", "n1", t("10:03"), t("10:05"), t("11:00"))
+    w.compute("pod1", t("10:00"), t("11:00") + timedelta(minutes=6), Decimal("0.86"))
+    run(w.write(), tmp_path / "clean.duckdb")
+    con = connect(tmp_path / "clean.duckdb", read_only=True)
+    assert [s.passed for s in run_checks(con, DAY)] == [True, True, True, True]
+    r = CliRunner().invoke(app, ["check", "--day", "2026-06-01", "--db", str(tmp_path / "clean.duckdb")])
+    assert r.exit_code == 0 and r.output.count("PASS") == 4
