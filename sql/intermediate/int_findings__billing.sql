@@ -39,7 +39,7 @@ rate_days as (
            sum(cast(compute_ms * contracted_rate_per_hour / 3600000 as decimal(38, 12))) as expected,
            sum(compute_ms) as ms,
            max(compute_rate_per_hour) as charged_rate, max(contracted_rate_per_hour) as contracted_rate,
-           any_value(rate_source) as rate_source, any_value(plan_id) as plan_id
+           min(rate_source) as rate_source, min(plan_id) as plan_id
     from intermediate.int_runpod__pod_buckets
     where compute_ms > 0 and contracted_rate_per_hour is not null
     group by all

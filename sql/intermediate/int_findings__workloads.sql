@@ -55,7 +55,7 @@ startup_budget as (
 failed_scheduling as (
     select e.cluster, e.object_uid as pod_uid, e.object_namespace as namespace, e.object_name as pod_name,
            min(e.first_at) as first_at, max(e.last_at) as last_at, sum(e.event_count) as attempts,
-           any_value(e.message) as message
+           arg_min(e.message, e.first_at) as message
     from staging.stg_k8s__events e
     where e.object_kind = 'Pod' and e.reason = 'FailedScheduling'
       and e.message like '%Insufficient nvidia.com/gpu%'
@@ -78,7 +78,7 @@ unschedulable as (
         cast(0 as decimal(38, 12)),
         'Pod ' || p.namespace || '/' || p.pod_name || ' stayed Pending (' || p.attempts
             || ' FailedScheduling event(s): "' || p.message || '") while ' || count(distinct s.resource_id)
-            || ' GPU node(s) were billed (' || string_agg(distinct s.resource_id, ', ')
+            || ' GPU node(s) were billed (' || string_agg(distinct s.resource_id, ', ' order by s.resource_id)
             || '). The money is in those nodes'' idle_gap rows, not counted again here.'
     from pending p
     join intermediate.int_resource__compute_sessions s

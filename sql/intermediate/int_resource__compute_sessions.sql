@@ -63,7 +63,7 @@ final as (
         pod_id || '#' || session_no as session_id,
         min(start_at) as start_at,
         max(end_at) as end_at,
-        string_agg(distinct placed_by, ',') as placed_by
+        string_agg(distinct placed_by, ',' order by placed_by) as placed_by
     from numbered
     group by pod_id, session_no
 )

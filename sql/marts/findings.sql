@@ -17,7 +17,7 @@ with settings as (
 
 last_task as (
     select w.resource_id, s.session_id, arg_max(w.namespace || '/' || w.pod_name, w.window_end_at) as last_pod,
-           any_value(w.node_name) as node_name
+           min(w.node_name) as node_name
     from intermediate.int_resource__workloads w
     join intermediate.int_resource__session_context s
       on s.resource_id = w.resource_id and w.window_end_at = s.last_finished_at
@@ -122,7 +122,7 @@ activity_without_billing as (
              - epoch_ms(min(greatest(x.scheduled_at, w.day::timestamptz))),
         cast(any_value(r.compute_rate_per_hour) * (epoch_ms(max(least(x.window_end_at, w.day::timestamptz + interval 1 day)))
              - epoch_ms(min(greatest(x.scheduled_at, w.day::timestamptz)))) / 3600000 as decimal(38, 12)),
-        count(distinct x.pod_uid) || ' GPU workload(s) ran on node ' || any_value(x.node_name) || ' (resource '
+        count(distinct x.pod_uid) || ' GPU workload(s) ran on node ' || min(x.node_name) || ' (resource '
             || w.resource_id || ') on ' || w.day || ' but the bill has no compute line for it that day'
             || ' (late or missing export); amount at stake uses the inventory or rate-card rate.'
     from work_days w

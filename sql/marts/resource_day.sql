@@ -7,7 +7,7 @@ with instance_bill as (
            sum(storage_lingering_ms) as lingering_ms,
            bool_or(compute_derived) as seconds_derived,
            bool_or(compute_ms is null and compute_usd > 0) as rate_missing,
-           any_value(compute_rate_per_hour) as rate_per_hour
+           max(compute_rate_per_hour) as rate_per_hour
     from intermediate.int_runpod__pod_buckets
     group by all
 ),
