@@ -30,6 +30,7 @@ MARTS: dict[str, dict] = {
             "exit_code": "state.terminated.exitCode of the main container",
             "startup_budget_seconds": "startupProbe periodSeconds × failureThreshold: the startup the pod was allowed",
             "versions_seen": "How many versions (watch events / list snapshots) of the pod were landed",
+            "lifecycle_source": "`watch` (collector or saved watch/list files) or `prometheus` (kube-state-metrics backfill: sampled, coarser)",
         },
     },
     "resource_day": {

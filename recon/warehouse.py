@@ -16,7 +16,9 @@ from pathlib import Path
 import duckdb
 
 from .config import Config, is_config_file
-from .ingest.load import TABLES, FileResult, arrow_bad, arrow_rows, read_file, sha256_of
+from .ingest.load import (
+    TABLES, FileResult, arrow_bad, arrow_rows, land_jsonl, read_file, sha256_of,
+)
 
 log = logging.getLogger(__name__)
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
@@ -33,6 +35,11 @@ RAW_DDL = [
         sha256 varchar, bytes bigint, records_in bigint, records_loaded bigint,
         records_quarantined bigint, records_skipped bigint, skip_reason varchar)""",
 ]
+
+
+# size and mtime of each landed file, to skip unchanged files without hashing them again
+FILE_STATS_DDL = """create table if not exists raw.file_stats (source_file varchar primary key,
+    bytes bigint, mtime_ns bigint, sha256 varchar)"""
 
 
 def connect(path: str | Path | None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -55,43 +62,85 @@ def input_files(folder: Path) -> list[Path]:
     return [p for p in files if not is_config_file(p)]
 
 
+def _stat_key(p: Path) -> tuple[int, int]:
+    st = p.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def _read_safely(con, p: Path, display: str) -> FileResult:
+    """Read one file; a reader that fails outright (corrupt gzip or Parquet, unreadable file)
+    quarantines the file with the reason instead of stopping the batch."""
+    try:
+        return land_jsonl(con, p, display) or read_file(p, display)
+    except Exception as e:  # noqa: BLE001 - every failure becomes a quarantine reason
+        for t in TABLES:
+            con.execute(f"delete from raw.{t} where source_file = ?", [display])
+        r = FileResult(path=display)
+        r.kind = "unreadable"
+        r.quarantine("file", 0, f"file could not be read: {type(e).__name__}: {str(e)[:300]}", "")
+        return r
+
+
 def load_folder(con, folder: str | Path, progress=None) -> list[FileResult]:
-    """Land every file of `folder`; one transaction, so a killed run leaves the old state."""
+    """Land every file of `folder`; one transaction, so a killed run leaves the old state.
+
+    A file already landed is skipped when its size and mtime are those recorded when it was
+    landed (`raw.file_stats`), else when its sha256 is unchanged; otherwise its rows are
+    replaced. Big JSON Lines files land through DuckDB (`land_jsonl`), everything else through
+    the Python reader (`read_file`).
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"input folder {folder} does not exist")
     files = input_files(folder)
     if not files:
         raise ValueError(f"input folder {folder} holds no input files")
-    known = dict(con.execute("select source_file, sha256 from raw.files").fetchall())
+    con.execute(FILE_STATS_DDL)
+    known = {r[0]: r[1:] for r in con.execute(
+        "select f.source_file, f.sha256, f.kind, f.records_in, f.records_loaded, "
+        "f.records_quarantined, f.records_skipped, s.bytes, s.mtime_ns, s.sha256 "
+        "from raw.files f left join raw.file_stats s using (source_file)").fetchall()}
     results = []
     con.execute("begin transaction")
     try:
         for i, p in enumerate(files):
             display = str(p.resolve())
-            digest = sha256_of(p)
-            if known.get(display) == digest:
+            size, mtime = _stat_key(p)
+            old = known.get(display)
+            same_stat = old is not None and old[6:] == (size, mtime, old[0])
+            digest = old[0] if same_stat else sha256_of(p)
+            if old is not None and old[0] == digest:
                 r = FileResult(path=display, unchanged=True)
-                r.kind, r.records_in, r.loaded, r.quarantined, r.skipped = con.execute(
-                    "select kind, records_in, records_loaded, records_quarantined, records_skipped "
-                    "from raw.files where source_file = ?", [display]).fetchone()
+                r.kind, r.records_in, r.loaded, r.quarantined, r.skipped = old[1:6]
+                if not same_stat:
+                    _record_stat(con, display, size, mtime, digest)
                 results.append(r)
                 continue
-            r = read_file(p, display)
+            if old is not None:  # a changed file: its old rows go (a new file has none)
+                for t in TABLES:
+                    con.execute(f"delete from raw.{t} where source_file = ?", [display])
+                con.execute("delete from raw.quarantine where source_file = ?", [display])
+                con.execute("delete from raw.files where source_file = ?", [display])
+            r = _read_safely(con, p, display)
             for t in TABLES:
-                con.execute(f"delete from raw.{t} where source_file = ?", [display])
                 if r.rows[t]:
-                    tbl = arrow_rows(r, t)  # noqa: F841  (scanned by name below)
-                    con.execute(f"insert into raw.{t} by name select * replace (doc::json as doc) "
-                                f"from tbl")
-            con.execute("delete from raw.quarantine where source_file = ?", [display])
+                    tbl = arrow_rows(r, t)
+                    con.register("_recon_rows", tbl)
+                    try:
+                        con.execute(f"insert into raw.{t} by name "
+                                    f"select * replace (json(doc) as doc) from _recon_rows")
+                    finally:
+                        con.unregister("_recon_rows")
             if r.bad:
-                bad = arrow_bad(r)  # noqa: F841
-                con.execute("insert into raw.quarantine by name select * from bad")
-            con.execute("delete from raw.files where source_file = ?", [display])
+                con.register("_recon_bad", arrow_bad(r))
+                try:
+                    con.execute("insert into raw.quarantine by name select * from _recon_bad")
+                finally:
+                    con.unregister("_recon_bad")
             con.execute("insert into raw.files values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [display, r.kind, digest, p.stat().st_size, r.records_in, r.loaded,
+                        [display, r.kind, digest, size, r.records_in, r.loaded,
                          r.quarantined, r.skipped, r.skip_reason])
+            _record_stat(con, display, size, mtime, digest)
             r.rows = {}
             results.append(r)
             if progress:
@@ -101,6 +150,11 @@ def load_folder(con, folder: str | Path, progress=None) -> list[FileResult]:
         con.execute("rollback")
         raise
     return results
+
+
+def _record_stat(con, display: str, size: int, mtime: int, digest: str) -> None:
+    con.execute("delete from raw.file_stats where source_file = ?", [display])
+    con.execute("insert into raw.file_stats values (?, ?, ?, ?)", [display, size, mtime, digest])
 
 
 def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -> None:

@@ -40,18 +40,22 @@ def doc_kind(doc) -> str:
         return "unknown"
     if not isinstance(doc, dict):
         return "unknown"
-    if doc.get("kind") == "recon.GroundTruth":
+    kind = doc.get("kind")
+    if kind == "recon.GroundTruth":
         return "ground_truth"
-    if str((doc.get("x_recon") or {}).get("endpoint", "")).endswith("/health"):
+    if str(x_recon(doc).get("endpoint", "")).endswith("/health"):
         return "runpod_health"
     if isinstance((doc.get("data") or {}).get("myself") if isinstance(doc.get("data"), dict) else None,
                   dict):
         return "runpod_balance"
+    if doc.get("status") == "success" and isinstance(doc.get("data"), dict) \
+            and "resultType" in doc["data"]:
+        return "prometheus"
     if "type" in doc and "object" in doc:
         return "k8s_watch_event"
     if isinstance(doc.get("items"), list) and "apiVersion" in doc:
         return "k8s_list"
-    if doc.get("kind") in K8S_KINDS and isinstance(doc.get("metadata"), dict):
+    if isinstance(kind, str) and kind in K8S_KINDS and isinstance(doc.get("metadata"), dict):
         return "k8s_object"
     if isinstance(doc.get("records"), list) and isinstance(doc.get("metadata"), dict):
         return "runpod_billing"
@@ -65,9 +69,20 @@ def doc_kind(doc) -> str:
     return "unknown"
 
 
+def x_recon(doc: dict) -> dict:
+    """The recon envelope of a saved response; anything but an object counts as absent."""
+    xr = doc.get("x_recon")
+    return xr if isinstance(xr, dict) else {}
+
+
+def text_or_none(v):
+    """A string field (pulledAt): a non-string value counts as absent."""
+    return v if isinstance(v, str) else None
+
+
 def billing_source(envelope: dict) -> str:
-    path = (envelope.get("x_recon") or {}).get("endpoint")
-    if path in BILLING_BY_PATH:
+    path = x_recon(envelope).get("endpoint")
+    if isinstance(path, str) and path in BILLING_BY_PATH:
         return BILLING_BY_PATH[path]
     for rec in envelope["records"][:1]:
         if isinstance(rec, dict):

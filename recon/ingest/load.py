@@ -22,6 +22,7 @@ import pyarrow as pa
 from . import focus
 from .classify import (
     INVENTORY_KEYS, WATCH_TYPES, BadRecord, billing_source, check_amounts, doc_kind, require,
+    text_or_none, x_recon,
 )
 
 log = logging.getLogger(__name__)
@@ -32,11 +33,19 @@ TABLES = {
     "runpod_inventory": ["inventory_kind", "endpoint_id", "pulled_at"],
     "serverless_jobs": [],
     "focus_rows": [],
+    "prometheus_series": ["cluster", "query"],
 }
 COMMON = ["source_file", "record_no", "locator"]
 AMOUNT_KEYS = ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount", "feeAmount", "amount",
                "standardAmount", "highPerformanceAmount", "timeBilledMs")
 CLUSTER_RE = re.compile(r"cluster=([^/\\]+)")
+
+
+def _dumps(obj) -> str:
+    try:
+        return orjson.dumps(obj).decode()
+    except TypeError:  # an integer beyond 64 bits (the json module reads those exactly)
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass
@@ -56,12 +65,12 @@ class FileResult:
         self.records_in += 1
         self.loaded += 1
         self.rows[table].append({"record_no": record_no, "locator": locator,
-                                 "doc": orjson.dumps(doc).decode(), **cols})
+                                 "doc": _dumps(doc), **cols})
 
     def quarantine(self, locator: str, record_no: int, reason: str, record) -> None:
         self.records_in += 1
         self.quarantined += 1
-        text = record if isinstance(record, str) else orjson.dumps(record).decode()
+        text = record if isinstance(record, str) else _dumps(record)
         self.bad.append({"record_no": record_no, "locator": locator, "reason": reason,
                          "record": text[:100_000]})
         log.warning("%s %s: %s", self.path, locator, reason)
@@ -89,6 +98,8 @@ def _k8s(res: FileResult, obj, locator: str, n: int, event_type: str, cluster: s
     uid = meta.get("uid")
     if not kind or not uid:
         raise BadRecord("object lacks kind or metadata.uid")
+    if not isinstance(kind, str):
+        raise BadRecord(f"object kind is not a string: {str(kind)[:40]!r}")
     res.add("k8s_objects", locator, n, obj, cluster=cluster, event_type=event_type, kind=kind,
             uid=str(uid), resource_version=str(meta.get("resourceVersion") or ""),
             seen_at=seen_at if isinstance(seen_at, str) else None)
@@ -106,9 +117,10 @@ def _one(res: FileResult, doc, locator: str, n: int) -> None:
         if t == "BOOKMARK":
             return res.skip("watch BOOKMARK (carries only a resourceVersion)")
         if t == "ERROR":
-            obj = doc.get("object") or {}
+            obj = doc.get("object")
+            obj = obj if isinstance(obj, dict) else {}
             raise BadRecord(f"watch ERROR event: {obj.get('code')} {obj.get('reason')}")
-        if t not in WATCH_TYPES:
+        if not isinstance(t, str) or t not in WATCH_TYPES:
             raise BadRecord(f"unknown watch event type {t!r}")
         _k8s(res, doc["object"], locator, n, t, _cluster_of(res.path, doc.get("cluster")),
              doc.get("seenAt"))
@@ -121,7 +133,7 @@ def _one(res: FileResult, doc, locator: str, n: int) -> None:
                    _sub(locator, f"items[{i}]"), i, item)
     elif kind == "runpod_billing":
         src = billing_source(doc)
-        pulled = (doc.get("x_recon") or {}).get("pulledAt")
+        pulled = text_or_none(x_recon(doc).get("pulledAt"))
         for i, rec in enumerate(doc["records"]):
             def one(rec=rec, i=i):
                 if not isinstance(rec, dict):
@@ -142,10 +154,10 @@ def _one(res: FileResult, doc, locator: str, n: int) -> None:
                         source="v1_pods" if rec.get("podId") else "v1_serverless", pulled_at=None)
             _guard(res, one, _sub(locator, f"[{i}]"), i, rec)
     elif kind in ("runpod_inventory", "runpod_workers"):
-        xr = doc.get("x_recon") or {}
+        xr = x_recon(doc)
         if kind == "runpod_workers":
             key, inv, ep = "workers", "workers", xr.get("endpointId")
-            if not ep:
+            if not ep or not isinstance(ep, str):
                 raise BadRecord("workers snapshot without x_recon.endpointId (the API response "
                                 "does not name its endpoint)")
         else:
@@ -156,15 +168,32 @@ def _one(res: FileResult, doc, locator: str, n: int) -> None:
                 if not isinstance(item, dict) or not item.get("id"):
                     raise BadRecord(f"{key}[{i}] has no id")
                 res.add("runpod_inventory", _sub(locator, f"{key}[{i}]"), i, item, inventory_kind=inv,
-                        endpoint_id=ep, pulled_at=xr.get("pulledAt"))
+                        endpoint_id=ep, pulled_at=text_or_none(xr.get("pulledAt")))
             _guard(res, one, _sub(locator, f"{key}[{i}]"), i, item)
     elif kind == "serverless_job":
         require(doc, "id", "endpointId", "completedAt")
         check_amounts(doc, ("delayTime", "executionTime"))
         res.add("serverless_jobs", locator, n, doc)
+    elif kind == "prometheus":
+        xr = doc.get("x_recon") if isinstance(doc.get("x_recon"), dict) else {}
+        query = str(xr.get("query") or "")
+        result = doc["data"].get("result")
+        if not isinstance(result, list):
+            raise BadRecord("Prometheus response without a data.result list")
+        for i, series in enumerate(result):
+            def one(series=series, i=i):
+                if not isinstance(series, dict) or not isinstance(series.get("metric"), dict):
+                    raise BadRecord(f"data.result[{i}] has no metric labels")
+                if not isinstance(series.get("values", series.get("value")), list):
+                    raise BadRecord(f"data.result[{i}] has no samples")
+                if "values" not in series:  # an instant vector: one sample
+                    series = {**series, "values": [series["value"]]}
+                res.add("prometheus_series", _sub(locator, f"data.result[{i}]"), i, series,
+                        cluster=_cluster_of(res.path, series["metric"].get("cluster")), query=query)
+            _guard(res, one, _sub(locator, f"data.result[{i}]"), i, series)
     elif kind == "runpod_balance":
         me = doc["data"]["myself"]
-        pulled = (doc.get("x_recon") or {}).get("pulledAt") or doc.get("observedAt")
+        pulled = text_or_none(x_recon(doc).get("pulledAt")) or text_or_none(doc.get("observedAt"))
         if not pulled:
             raise BadRecord("balance reading without x_recon.pulledAt (when was it read?)")
         check_amounts(me, ("clientBalance", "currentSpendPerHr", "spendLimit"))
@@ -201,20 +230,37 @@ def _concatenated(text: str):
     dec = json.JSONDecoder()
     i, n = 0, len(text)
     k = 0
+    line, counted = 1, 0  # line number of offset `counted` (counted incrementally: big files)
     while True:
         while i < n and text[i].isspace():
             i += 1
         if i >= n:
             return
         k += 1
+        line += text.count("\n", counted, i)
+        counted = i
         try:
             doc, j = dec.raw_decode(text, i)
-        except json.JSONDecodeError as e:
-            line = text.count("\n", 0, i) + 1
-            yield k, line, None, f"invalid JSON in document {k} (starting line {line}): {e.msg}"
+        except (json.JSONDecodeError, RecursionError) as e:
+            msg = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
+            yield k, line, None, f"invalid JSON in document {k} (starting line {line}): {msg}"
             return
-        yield k, text.count("\n", 0, i) + 1, doc, None
+        yield k, line, doc, None
         i = j
+
+
+def _jsonl_line(res: FileResult, no: int, raw: bytes, partial: bool) -> None:
+    """One line of a JSON Lines file (`partial`: the file's last line, without a newline)."""
+    if not raw.strip():
+        return
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        why = ("truncated last line (file still being written?)" if partial
+               else f"invalid JSON: {e}")
+        res.quarantine(f"line {no}", no, why, raw.decode("utf-8", "replace"))
+        return
+    _guard(res, lambda d=doc, no=no: _one(res, d, f"line {no}", no), f"line {no}", no, doc)
 
 
 def read_file(path: Path, display: str) -> FileResult:
@@ -257,17 +303,7 @@ def read_file(path: Path, display: str) -> FileResult:
         res.kind = "jsonl"
         last = len(lines)
         for no, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            try:
-                doc = orjson.loads(raw)
-            except orjson.JSONDecodeError as e:
-                partial = no == last and not data.endswith(b"\n")
-                why = ("truncated last line (file still being written?)" if partial
-                       else f"invalid JSON: {e}")
-                res.quarantine(f"line {no}", no, why, raw.decode("utf-8", "replace"))
-                continue
-            _guard(res, lambda d=doc, no=no: _one(res, d, f"line {no}", no), f"line {no}", no, doc)
+            _jsonl_line(res, no, raw, no == last and not data.endswith(b"\n"))
         return res
     text = data.decode("utf-8", "replace")
     if stripped[:1] == b"{":
@@ -309,3 +345,248 @@ def arrow_bad(res: FileResult) -> pa.Table:
     data["source_file"] = [res.path] * len(res.bad)
     schema = pa.schema([(c, pa.int64() if c == "record_no" else pa.string()) for c in cols])
     return pa.table(data, schema=schema)
+
+
+# ------------------------------------------------------------------ fast path: JSON Lines in DuckDB
+#
+# A JSON Lines file whose first line is a watch event, a job record or a workers snapshot is cut
+# into chunks of whole lines; each chunk goes to DuckDB zero-copy (Arrow: one row per line with
+# its line number), is parsed there once (`json_extract` of a list of paths, in parallel) and the
+# lines that are plainly of the file's kind and plainly valid are inserted straight into the raw
+# table by one INSERT. Every other line -- invalid JSON, another kind, a missing field, a
+# non-string id, a BOOKMARK, a value DuckDB's parser accepts but orjson does not (NaN, Infinity,
+# trailing commas, 1e999) or reads differently (integers beyond 64 bits) -- goes through the
+# Python path above, one line at a time, so it is routed, skipped or quarantined with exactly the
+# same file, line and reason as before (tests/test_bench_harness.py checks both paths agree on
+# mutated input). A chunk that is not valid UTF-8 goes through the Python path whole. The stored
+# document is DuckDB's minified re-serialisation, as the Python path's (`json(doc)` on insert).
+# Known difference: an object with duplicate keys keeps the first value here and the last one in
+# orjson (RFC 8259 leaves it undefined).
+
+FAST_CHUNK = 64 << 20  # bytes of whole lines per DuckDB batch: bounds memory on big files
+FAST_MIN_BYTES = 0  # smaller files take the Python path (0: every file; tests use small ones)
+LENIENT_RE = (r",[ \t\r\n]*[\]}]|[:\[,][ \t\r\n]*[-+]?(?i:inf|nan)"
+              r"|[:\[,][ \t\r\n]*-?[0-9.]+[eE]\+?[0-9]{3}|[:\[,][ \t\r\n]*-?[0-9]{20}")
+
+
+def _nonempty(x: str) -> str:  # the JSON value is a non-empty string
+    return f"(starts_with({x}, '\"') and {x} <> '\"\"')"
+
+
+def _str(x: str) -> str:  # the string's value, unescaped
+    return f"json_extract_string({x}, '$')"
+
+
+def _amount(x: str) -> str:  # check_amounts: absent, null, or a finite number below 1e12
+    return f"({x} is null or {x} = 'null' or abs(try_cast({x}::varchar as double)) < 1e12)"
+
+
+class _Mode:
+    """SQL of one fast kind: `paths` extracted as v[1..], `fast` (a line lands here), `insert`."""
+
+    def __init__(self, table: str, paths: list[str], fast: str, columns: str,
+                 python_first: str | None = None, items: bool = False):
+        self.table, self.paths, self.fast, self.columns = table, paths, fast, columns
+        self.python_first = python_first  # cheap test of lines always left to Python
+        self.items = items  # one row per item of v[1] (workers), not per line
+
+    def parsed(self) -> str:
+        """CTE `p` (line_no, v) of the lines DuckDB parses (materialised: v is computed once,
+        not once per reference in the filter), then `f`, those of them that land here."""
+        keep = "" if self.python_first is None else f" and not ({self.python_first})"
+        return (f"with p as materialized (select line_no, try(json_extract(line, {self.paths!r})) "
+                f"as v from _recon_chunk where not regexp_matches(line, '{LENIENT_RE}'){keep}), "
+                f"f as (select line_no, v from p where {self.fast}) ")
+
+    def insert_sql(self, display: str) -> str:
+        src = f"'{_q(display)}'"
+        if not self.items:
+            return (f"insert into raw.{self.table} by name {self.parsed()} select {src} as "
+                    f"source_file, line_no as record_no, 'line ' || line_no as locator, "
+                    f"{self.columns} from f")
+        return (f"insert into raw.{self.table} by name {self.parsed()} select {src} as "
+                f"source_file, i - 1 as record_no, 'line ' || line_no || ' workers[' || (i - 1) "
+                f"|| ']' as locator, {self.columns}, items[i] as doc "
+                f"from (select *, unnest(generate_series(1, len(items))) as i "
+                f"from (select line_no, v, json_extract(v[1], '$[*]') as items from f)) "
+                f"returning record_no")
+
+    def python_lines_sql(self) -> str:
+        return (f"{self.parsed()} select line_no from _recon_chunk anti join f using (line_no) "
+                f"order by line_no")
+
+
+def _modes(cluster: str) -> dict[str, _Mode]:
+    v = [f"v[{i}]" for i in range(17)]
+    watch = _Mode(
+        "k8s_objects",
+        # 1 type, 2 object, 3 cluster, 4 seenAt, 5 kind, 6 x_recon, 7 object.kind,
+        # 8 object.metadata.uid (present: metadata is an object), 9 object.metadata.resourceVersion
+        ["$.type", "$.object", "$.cluster", "$.seenAt", "$.kind", "$.x_recon", "$.object.kind",
+         "$.object.metadata.uid", "$.object.metadata.resourceVersion"],
+        f"v is not null and {v[5]} is null and {v[6]} is null "
+        f"and {v[1]} in ('\"ADDED\"', '\"MODIFIED\"', '\"DELETED\"') "
+        f"and starts_with({v[2]}, '{{') and {_nonempty(v[7])} and {_nonempty(v[8])} "
+        f"and ({v[9]} is null or {v[9]} = 'null' or starts_with({v[9]}, '\"'))",
+        f"case when {_nonempty(v[3])} then {_str(v[3])} else '{_q(cluster)}' end as cluster, "
+        f"replace({v[1]}, '\"', '') as event_type, {_str(v[7])} as kind, {_str(v[8])} as uid, "
+        f"case when starts_with({v[9]}, '\"') then {_str(v[9])} else '' end as resource_version, "
+        f"case when starts_with({v[4]}, '\"') then {_str(v[4])} end as seen_at, {v[2]} as doc",
+        python_first="contains(line, 'BOOKMARK')")
+    # the keys whose presence makes doc_kind() answer something else than a job
+    not_job = ["$.kind", "$.x_recon", "$.type", "$.object", "$.items", "$.records", "$.workers",
+               "$.pods", "$.endpoints", "$.networkVolumes"]
+    job = _Mode(
+        "serverless_jobs",
+        # 1 whole doc, 2 id, 3 endpointId, 4 completedAt, 5 delayTime, 6 executionTime, 7.. absent
+        ["$", "$.id", "$.endpointId", "$.completedAt", "$.delayTime", "$.executionTime",
+         *not_job],
+        f"v is not null and starts_with({v[1]}, '{{') and "
+        + " and ".join(f"{v[i]} is null" for i in range(7, 7 + len(not_job))) + " and "
+        + " and ".join(f"{v[i]} is not null and {v[i]} not in ('null', '\"\"')" for i in (2, 3, 4))
+        + f" and ({v[5]} is not null or {v[6]} is not null) "
+        f"and {_amount(v[5])} and {_amount(v[6])}",
+        f"{v[1]} as doc")
+    not_workers = ["$.kind", "$.type", "$.object", "$.items", "$.records"]
+    item_id = "json_extract(x, '$.id')"
+    workers = _Mode(
+        "runpod_inventory",
+        # 1 workers, 2 x_recon, 3 x_recon.endpoint, 4 x_recon.endpointId, 5 x_recon.pulledAt,
+        # 6 workers[0] (an empty list is left to Python), 7.. absent
+        ["$.workers", "$.x_recon", "$.x_recon.endpoint", "$.x_recon.endpointId",
+         "$.x_recon.pulledAt", "$.workers[0]", *not_workers],
+        f"v is not null and "
+        + " and ".join(f"{v[i]} is null" for i in range(7, 7 + len(not_workers)))
+        + f" and starts_with({v[2]}, '{{') and starts_with({v[1]}, '[') and {v[6]} is not null "
+        f"and {_nonempty(v[4])} "
+        f"and ({v[3]} is null or not ends_with({_str(v[3])}, '/health')) "
+        f"and ({v[5]} is null or {v[5]} = 'null' or starts_with({v[5]}, '\"')) "
+        f"and list_bool_and(list_transform(json_extract({v[1]}, '$[*]'), "
+        f"lambda x: {_nonempty(item_id)}))",
+        f"'workers' as inventory_kind, {_str(v[4])} as endpoint_id, "
+        f"case when starts_with({v[5]}, '\"') then {_str(v[5])} end as pulled_at",
+        items=True)
+    return {"watch": watch, "job": job, "workers": workers}
+
+
+FAST_KINDS = {"k8s_watch_event": "watch", "serverless_job": "job", "runpod_workers": "workers"}
+
+
+def _open_stream(path: Path):
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+
+
+def _fast_mode(head: bytes, more: bool) -> str | None:
+    """The fast path's mode for a file starting with `head`, or None (the Python path).
+
+    Mirrors read_file's decisions: the whole-document parse fails (a second non-blank line
+    follows the first) and the first non-blank line is a JSON document of a fast kind.
+    """
+    i = 0
+    while True:
+        j = head.find(b"\n", i)
+        if j < 0:
+            return None  # the first line does not fit in the head: let Python decide
+        if head[i:j].strip():
+            break
+        i = j + 1
+    first = head[i:j]
+    if not (head[j + 1:].strip() or more):
+        return None  # a single document: read_file's whole-document path
+    try:
+        doc = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return None
+    return FAST_KINDS.get(doc_kind(doc))
+
+
+def _chunks(path: Path):
+    """(first line number - 1, bytes of whole lines, is the file's last chunk)."""
+    no0 = 0
+    carry = b""
+    with _open_stream(path) as f:
+        while True:
+            block = f.read(FAST_CHUNK)
+            data = carry + block if carry else block
+            if not block:
+                if data:
+                    yield no0, data, True
+                return
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:  # no newline yet: read on
+                carry = data
+                continue
+            data, carry = data[:cut], data[cut:]
+            yield no0, data, False
+            no0 += data.count(b"\n")
+
+
+def land_jsonl(con, path: Path, display: str) -> FileResult | None:
+    """Land a big JSON Lines file through DuckDB (see above); None: use read_file instead.
+
+    Fast rows are inserted into raw.* here (inside the caller's transaction); lines left to the
+    Python path end in the returned FileResult's rows/bad, like read_file's.
+    """
+    import numpy as np
+
+    if path.stat().st_size < FAST_MIN_BYTES:
+        return None
+    with _open_stream(path) as f:
+        head = f.read(1 << 20)
+        mode_name = _fast_mode(head, bool(f.read(1)))
+    if mode_name is None:
+        return None
+    mode = _modes(_cluster_of(display, None))[mode_name]
+    insert = mode.insert_sql(display)
+    res = FileResult(path=display, kind="jsonl")
+    for no0, data, final in _chunks(path):
+        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1
+        if not data.endswith(b"\n"):
+            ends = np.append(ends, len(data))
+        starts = np.concatenate(([0], ends[:-1]))
+        n = len(ends)
+        try:
+            data.decode("utf-8")
+            utf8 = True
+        except UnicodeDecodeError:
+            utf8 = False
+        if utf8:
+            offsets = np.concatenate(([0], ends)).astype(np.int64)
+            chunk = pa.table({
+                "line_no": pa.array(np.arange(no0 + 1, no0 + n + 1, dtype=np.int64)),
+                "line": pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets),
+                                                         pa.py_buffer(data))})
+            con.register("_recon_chunk", chunk)
+            try:
+                if mode.items:
+                    record_no = con.execute(insert).fetchnumpy()["record_no"]
+                    rows, lines = len(record_no), int((record_no == 0).sum())
+                else:
+                    rows = lines = con.execute(insert).fetchone()[0]
+                first = [] if mode.python_first is None else [r[0] for r in con.execute(
+                    f"select line_no from _recon_chunk where {mode.python_first} "
+                    f"order by line_no").fetchall()]
+                if lines + len(first) == n:  # every other line landed: the usual case
+                    py_lines = [k - no0 - 1 for k in first]
+                else:
+                    py_lines = [r[0] - no0 - 1 for r in con.execute(
+                        mode.python_lines_sql()).fetchall()]
+            finally:
+                con.unregister("_recon_chunk")
+                del chunk
+            res.records_in += rows
+            res.loaded += rows
+        else:
+            py_lines = range(n)
+        for k in py_lines:
+            raw = data[starts[k]:ends[k]]
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            _jsonl_line(res, no0 + k + 1, raw, final and k == n - 1 and not data.endswith(b"\n"))
+    return res
+
+
+def _q(s: str) -> str:
+    return s.replace("'", "''")

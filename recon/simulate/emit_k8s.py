@@ -5,16 +5,60 @@ from __future__ import annotations
 import copy
 import json
 from datetime import datetime, timezone
+from functools import lru_cache
+
+import numpy as np
+import orjson
 
 from .world import CLUSTER, COOLDOWN, POLLING, PROBE_FAILURES, PROBE_PERIOD, Instance, Job, World
 
 
+@lru_cache(maxsize=1 << 18)
 def ts(t: int) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@lru_cache(maxsize=1 << 18)
 def micro(t: int) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+
+
+def dumps_indented(obj, indent: int) -> bytes:
+    """Exactly `json.dumps(obj, indent=indent)` for ASCII, float-free documents, fast.
+
+    orjson writes the same layout with two spaces per level (separators `,` and `: `, `{}` and
+    `[]` when empty); JSON strings hold no raw newline, so every line's leading spaces are pure
+    indentation: rescale them (numpy, no Python loop). Falls back to json for anything else.
+    """
+    raw = orjson.dumps(obj, option=orjson.OPT_INDENT_2)
+    if not raw.isascii() or indent not in (1, 2, 4) or _has_float(raw):
+        return json.dumps(obj, indent=indent).encode()
+    if indent == 2:
+        return raw
+    a = np.frombuffer(raw, dtype=np.uint8)
+    starts = np.flatnonzero(a == 10) + 1  # every line but the first (which has no indent)
+    nonspace = np.flatnonzero(a != 32)
+    first = nonspace[np.searchsorted(nonspace, starts)]  # first non-space byte of each line
+    lead = first - starts
+    counts = np.ones(len(a), dtype=np.int64)
+    if indent == 1:  # drop the first half of each line's indentation
+        d = np.zeros(len(a) + 1, dtype=np.int64)
+        np.add.at(d, starts, -1)
+        np.add.at(d, starts + lead // 2, 1)
+        counts += np.cumsum(d[:-1])
+    else:  # indent 4: every indentation byte twice
+        d = np.zeros(len(a) + 1, dtype=np.int64)
+        np.add.at(d, starts, 1)
+        np.add.at(d, first, -1)
+        counts += np.cumsum(d[:-1])
+    return np.repeat(a, counts).tobytes()
+
+
+def _has_float(raw: bytes) -> bool:
+    # a number with a fraction or exponent outside strings: json and orjson format floats
+    # differently; such documents take the json path (the simulator's Kubernetes files have none)
+    import re
+    return re.search(rb'[:\[,]\s*-?[0-9]+[.eE]', raw) is not None
 
 
 class RV:
@@ -62,14 +106,21 @@ def _pod_base(job: Job, team: str) -> dict:
     }
 
 
-def pod_versions(job: Job, rv: RV) -> list[tuple[str, dict]]:
-    """Every version a watch would deliver for this pod, in order."""
+def pod_versions(job: Job, rv: RV, sink=None) -> list[tuple[str, dict]]:
+    """Every version a watch would deliver for this pod, in order.
+
+    `sink(kind, pod)`, if given, receives each version instead (the pod dict is reused and
+    changed afterwards: serialise it right away); the returned list is then empty.
+    """
     out: list[tuple[str, dict]] = []
     p = _pod_base(job, job.team)
+    if sink is None:
+        def sink(kind: str, obj: dict) -> None:
+            out.append((kind, copy.deepcopy(obj)))
 
     def emit(kind: str):
         p["metadata"]["resourceVersion"] = rv.next()
-        out.append((kind, copy.deepcopy(p)))
+        sink(kind, p)
 
     emit("ADDED")
     if job.scheduled is None:  # deleted while pending
@@ -112,7 +163,7 @@ def pod_versions(job: Job, rv: RV) -> list[tuple[str, dict]]:
     st["conditions"][3] = _cond("ContainersReady", "True", job.ready)
     emit("MODIFIED")
     if job.uid[0] in "0123":  # watch streams repeat versions after reconnects
-        out.append(("MODIFIED", copy.deepcopy(p)))
+        sink("MODIFIED", p)
     cs["ready"] = False
     cs["started"] = False
     cs["state"] = {"terminated": {"exitCode": 0, "reason": job.exit_reason,
@@ -125,6 +176,16 @@ def pod_versions(job: Job, rv: RV) -> list[tuple[str, dict]]:
     p["metadata"]["deletionTimestamp"] = ts(job.deleted)
     p["metadata"]["deletionGracePeriodSeconds"] = 0
     emit("DELETED")
+    return out
+
+
+def pod_version_lines(job: Job, rv: RV) -> list[bytes]:
+    """The watch-file lines of `pod_versions(job, rv)`, serialised as each version is made (no
+    deep copies). Same bytes as json.dumps({"type", "object", "cluster"}, separators=(",", ":")):
+    the pod documents are ASCII and hold no floats."""
+    out: list[bytes] = []
+    pod_versions(job, rv, lambda kind, obj: out.append(
+        orjson.dumps({"type": kind, "object": obj, "cluster": CLUSTER})))
     return out
 
 
@@ -225,7 +286,7 @@ def write_k8s(world: World, out, rv: RV) -> list[str]:
     """Write the Kubernetes side; returns the file names written."""
     k8s = out / "k8s" / f"cluster={CLUSTER}"
     k8s.mkdir(parents=True, exist_ok=True)
-    by_day: dict[int, list[tuple[int, str, dict]]] = {}
+    by_day: dict[int, list[bytes]] = {}
     events: list[dict] = []
     nodes: list[tuple[str, dict]] = []
     for inst in world.instances:
@@ -233,25 +294,22 @@ def write_k8s(world: World, out, rv: RV) -> list[str]:
             nodes.extend(node_versions(inst, rv))
         for job in inst.jobs:
             d = (job.created - world.window_start) // 86400
-            for kind, obj in pod_versions(job, rv):
-                by_day.setdefault(d, []).append((int(obj["metadata"]["resourceVersion"]), kind, obj))
+            by_day.setdefault(d, []).extend(pod_version_lines(job, rv))
             events.extend(events_for(job, rv))
     files = []
     for d, rows in sorted(by_day.items()):
         name = f"watch-pods-{d:02d}.jsonl"
-        with open(k8s / name, "w", encoding="utf-8") as f:
-            for _, kind, obj in rows:
-                f.write(json.dumps({"type": kind, "object": obj, "cluster": CLUSTER},
-                                   separators=(",", ":")) + "\n")
+        with open(k8s / name, "wb") as f:
+            f.write(b"".join(line + b"\n" for line in rows))
         files.append(name)
     # kubectl get nodes --watch --output-watch-events -o json: concatenated pretty JSON
     with open(k8s / "nodes-watch.json", "w", encoding="utf-8") as f:
         for kind, obj in nodes:
             f.write(json.dumps({"type": kind, "object": obj}, indent=4) + "\n")
     events.sort(key=lambda e: e["metadata"]["creationTimestamp"])
-    with open(k8s / "events.json", "w", encoding="utf-8") as f:
-        json.dump({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
-                   "items": events}, f, indent=1)
+    with open(k8s / "events.json", "wb") as f:
+        f.write(dumps_indented({"apiVersion": "v1", "kind": "List",
+                                "metadata": {"resourceVersion": ""}, "items": events}, 1))
     with open(k8s / "keda.json", "w", encoding="utf-8") as f:
         json.dump(scaled_objects(), f, indent=1)
     return files + ["nodes-watch.json", "events.json", "keda.json"]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from datetime import datetime, timezone
 from decimal import ROUND_HALF_EVEN, Decimal
+from functools import lru_cache
 
 from .world import (
     HOURS_PER_MONTH, SAMPLE_DISK_RUNNING_GB_MONTH, SAMPLE_NETWORK_VOLUME_GB_MONTH,
@@ -14,13 +16,19 @@ from .world import (
 Q = Decimal("0.0000000001")  # amounts carry 10 decimals
 
 
+@lru_cache(maxsize=1 << 18)
 def iso(t: int) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@lru_cache(maxsize=1 << 18)
+def _iso_second(t: int) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.")
+
+
 def iso_ms(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + \
-        f"{ms % 1000:03d}Z"
+    # datetime.fromtimestamp(ms / 1000) lands in second ms // 1000 (its fraction is .000-.999)
+    return _iso_second(ms // 1000) + f"{ms % 1000:03d}Z"
 
 
 def overlap(a: int, b: int, c: int, d: int) -> int:
@@ -68,6 +76,18 @@ def _envelope(records: list[dict], endpoint: str, start: int, end: int, totals_k
                         "params": {"startTime": iso(start), "endTime": iso(end), "bucketSize": "hour"}}}
 
 
+def _serverless_hour_ms(ep) -> dict[int, int]:
+    """sum(overlap(session, hour)) in ms for every hour start (s) an endpoint's sessions touch."""
+    acc: dict[int, int] = {}
+    for ws in ep.sessions:
+        a, b = ws.start_ms, ws.start_ms + ws.billed_ms
+        h = a // 3_600_000 * 3600
+        while h * 1000 < b:
+            acc[h] = acc.get(h, 0) + overlap(a, b, h * 1000, (h + 3600) * 1000)
+            h += 3600
+    return acc
+
+
 def write_runpod(world: World, out) -> list[str]:
     rp = out / "runpod"
     rp.mkdir(parents=True, exist_ok=True)
@@ -81,28 +101,33 @@ def write_runpod(world: World, out) -> list[str]:
         acct.setdefault(h, {}).setdefault(key, Decimal(0))
         acct[h][key] += v
 
+    # every instance's billed hours, computed once and cut by day (instance order kept)
+    hours_by_day: dict[int, list] = {}
+    for inst in world.instances:
+        if not inst.billed:
+            continue
+        for hour in instance_hours(inst, world):
+            hours_by_day.setdefault((hour[0] - w0) // 86400, []).append((inst, hour))
+    # serverless: billed milliseconds per endpoint and hour, one pass over the sessions
+    sls_ms = [_serverless_hour_ms(ep) for ep in world.endpoints]
+
     for d in range(n_days):
         d0, d1 = w0 + d * 86400, w0 + (d + 1) * 86400
         pods, v1 = [], []
-        for inst in world.instances:
-            if not inst.billed:
-                continue
-            for h, c, stopped, gpu, disk in instance_hours(inst, world):
-                if not d0 <= h < d1:
-                    continue
-                if inst.billing_format == "v1":
-                    rec = {"amount": money(gpu + disk), "timeBilledMs": c * 1000,
-                           "time": iso(h) if d % 2 else iso(h).replace("T", " ").rstrip("Z"),
-                           "podId": inst.pod_id, "gpuTypeId": inst.gpu_type}
-                    rec["diskSpaceBilledGb" if d % 2 else "diskSpaceBilledGB"] = \
-                        inst.volume_gb + (inst.container_gb if c else 0)
-                    v1.append(rec)
-                else:
-                    pods.append({"startTime": iso(h), "endTime": iso(h + 3600), "podId": inst.pod_id,
-                                 "totalAmount": money(gpu + disk), "gpuAmount": money(gpu),
-                                 "cpuAmount": 0.0, "diskAmount": money(disk)})
-                acc(h, "podGpuAmount", gpu)
-                acc(h, "podDiskAmount", disk)
+        for inst, (h, c, stopped, gpu, disk) in hours_by_day.get(d, ()):
+            if inst.billing_format == "v1":
+                rec = {"amount": money(gpu + disk), "timeBilledMs": c * 1000,
+                       "time": iso(h) if d % 2 else iso(h).replace("T", " ").rstrip("Z"),
+                       "podId": inst.pod_id, "gpuTypeId": inst.gpu_type}
+                rec["diskSpaceBilledGb" if d % 2 else "diskSpaceBilledGB"] = \
+                    inst.volume_gb + (inst.container_gb if c else 0)
+                v1.append(rec)
+            else:
+                pods.append({"startTime": iso(h), "endTime": iso(h + 3600), "podId": inst.pod_id,
+                             "totalAmount": money(gpu + disk), "gpuAmount": money(gpu),
+                             "cpuAmount": 0.0, "diskAmount": money(disk)})
+            acc(h, "podGpuAmount", gpu)
+            acc(h, "podDiskAmount", disk)
         if pods:
             name = f"billing-pods-{d:02d}.json"
             (rp / name).write_text(json.dumps(_envelope(
@@ -115,10 +140,9 @@ def write_runpod(world: World, out) -> list[str]:
             files.append(name)
 
         sls = []
-        for ep in world.endpoints:
+        for ep, ms_by_hour in zip(world.endpoints, sls_ms):
             for h in range(d0, d1, 3600):
-                s = sum(overlap(ws.start_ms, ws.start_ms + ws.billed_ms, h * 1000, (h + 3600) * 1000)
-                        for ws in ep.sessions) // 1000
+                s = ms_by_hour.get(h, 0) // 1000
                 if s:
                     amt = SAMPLE_SERVERLESS_PER_SECOND * s
                     sls.append({"startTime": iso(h), "endTime": iso(h + 3600),
@@ -165,12 +189,18 @@ def write_runpod(world: World, out) -> list[str]:
 
 def _inventory(world: World, rp) -> list[str]:
     files = []
+    # the instances existing at each snapshot time, in world.instances order
+    times = range(world.window_start + 1800, world.window_end, 3600)
+    alive_at: list[list[Instance]] = [[] for _ in times]
+    for inst in world.instances:
+        lo = max(0, -(-(inst.created - times.start) // 3600))  # first t >= created
+        hi = -(-(existence_end(inst, world) - times.start) // 3600)  # first t >= end
+        for k in range(lo, min(hi, len(times))):
+            alive_at[k].append(inst)
     with open(rp / "inventory-pods.jsonl", "w", encoding="utf-8") as f:
-        for t in range(world.window_start + 1800, world.window_end, 3600):
+        for t, alive_insts in zip(times, alive_at):
             pods = []
-            for inst in world.instances:
-                if not (inst.created <= t < existence_end(inst, world)):
-                    continue
+            for inst in alive_insts:
                 running = [s for s in inst.sessions if s.start <= t < s.stop]
                 past = [s for s in inst.sessions if s.start <= t]
                 pods.append({
@@ -204,9 +234,18 @@ def _inventory(world: World, rp) -> list[str]:
     with open(rp / "serverless-workers.jsonl", "w", encoding="utf-8") as wf, \
             open(rp / "serverless-jobs.jsonl", "w", encoding="utf-8") as jf:
         for ep in world.endpoints:
-            for ws in sorted(ep.sessions, key=lambda s: s.start_ms):
+            # alive = [s for s in ep.sessions if s.start_ms <= t < s.stop_ms], without the
+            # quadratic scan: only sessions started within the longest session before t can
+            # still run at t; the list keeps ep.sessions' order
+            order = sorted(range(len(ep.sessions)), key=lambda i: ep.sessions[i].start_ms)
+            starts = [ep.sessions[i].start_ms for i in order]
+            longest = max((s.stop_ms - s.start_ms for s in ep.sessions), default=0)
+            for pos, idx in enumerate(order):
+                ws = ep.sessions[idx]
                 t = ws.start_ms + 1000
-                alive = [s for s in ep.sessions if s.start_ms <= t < s.stop_ms]
+                lo, hi = bisect_right(starts, t - longest - 1), bisect_right(starts, t)
+                alive = [ep.sessions[i] for i in sorted(order[lo:hi])
+                         if ep.sessions[i].stop_ms > t]
                 workers = [{"id": s.worker_id, "status": "INITIALIZING" if s is ws else "RUNNING",
                             "isStale": False, "version": 1, "gpuCount": 1,
                             "uptimeSeconds": (t - s.start_ms) // 1000, "gpuTypeId": "NVIDIA L4",
@@ -219,9 +258,10 @@ def _inventory(world: World, rp) -> list[str]:
                                                  "endpointId": ep.endpoint_id,
                                                  "pulledAt": iso_ms(t)}}) + "\n")
                 for jid, sub, (a, b) in zip(ws.job_ids, ws.submitted_ms, ws.exec_windows):
-                    jf.write(json.dumps({"id": jid, "status": "COMPLETED", "delayTime": a - sub,
-                                         "executionTime": b - a, "workerId": ws.worker_id,
-                                         "endpointId": ep.endpoint_id, "submittedAt": iso_ms(sub),
-                                         "completedAt": iso_ms(b)}) + "\n")
+                    # json.dumps of the record, written out: ids are [a-z0-9-], numbers ints
+                    jf.write(f'{{"id": "{jid}", "status": "COMPLETED", "delayTime": {a - sub}, '
+                             f'"executionTime": {b - a}, "workerId": "{ws.worker_id}", '
+                             f'"endpointId": "{ep.endpoint_id}", "submittedAt": "{iso_ms(sub)}", '
+                             f'"completedAt": "{iso_ms(b)}"}}\n')
     files += ["serverless-workers.jsonl", "serverless-jobs.jsonl"]
     return files

@@ -15,6 +15,9 @@ with nodes as (
 
 pod_nodes as (
     select distinct cluster, node_name from staging.stg_k8s__pods where node_name is not null
+    union
+    select distinct cluster, node_name from intermediate.int_k8s__prometheus_pods
+    where node_name is not null
 ),
 
 all_nodes as (

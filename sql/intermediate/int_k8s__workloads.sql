@@ -46,15 +46,43 @@ folded as (
     group by cluster, pod_uid
 ),
 
-final as (
+watched as (
     select
         f.* exclude (scheduled_at),
         coalesce(f.scheduled_at, e.scheduled_event_at,
                  case when f.node_name is not null then f.kubelet_started_at end) as scheduled_at,
         case when f.deleted then f.deletion_requested_at end as deleted_at,
-        coalesce(f.task_finished_at, f.deletion_requested_at, '2100-01-01'::timestamptz) as window_end_at
+        coalesce(f.task_finished_at, f.deletion_requested_at, '2100-01-01'::timestamptz) as window_end_at,
+        'watch' as lifecycle_source
     from folded f
     left join scheduled_events e using (cluster, pod_uid)
+),
+
+backfilled as (
+    -- pods known only from kube-state-metrics (days before the collector ran): coarser
+    select
+        p.cluster, coalesce(p.pod_uid, p.namespace || '/' || p.pod_name) as pod_uid, p.namespace,
+        p.pod_name, p.node_name, p.gpus, p.gpus as gpus_requested, p.created_at,
+        p.started_at as kubelet_started_at, p.started_at, p.ready_at, p.task_finished_at,
+        null as exit_reason, null as exit_code, 0 as restarts, null as deletion_requested_at,
+        false as deleted, p.team,
+        regexp_replace(regexp_replace(p.pod_name, '-[a-z0-9]{5}$', ''), '-([0-9]{8,}|[a-z0-9]{9,10})$', '')
+            as workload,
+        null as startup_period_seconds, null as startup_failure_threshold, 0 as versions_seen,
+        coalesce(p.scheduled_at, p.started_at) as scheduled_at,
+        null as deleted_at,
+        coalesce(p.task_finished_at, p.last_seen_at, '2100-01-01'::timestamptz) as window_end_at,
+        'prometheus' as lifecycle_source
+    from intermediate.int_k8s__prometheus_pods p
+    where not exists (select 1 from folded f
+                      where f.cluster = p.cluster and (f.pod_uid = p.pod_uid
+                            or (f.namespace = p.namespace and f.pod_name = p.pod_name)))
+),
+
+final as (
+    select * from watched
+    union all by name
+    select * from backfilled
 )
 
 select * from final

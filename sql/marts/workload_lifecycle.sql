@@ -5,7 +5,8 @@ with final as (
         w.gpus, w.created_at, w.scheduled_at, w.started_at, w.ready_at, w.task_finished_at,
         w.deleted_at, w.restarts, w.exit_reason, w.exit_code,
         w.startup_period_seconds * w.startup_failure_threshold as startup_budget_seconds,
-        w.versions_seen
+        w.versions_seen,
+        w.lifecycle_source
     from intermediate.int_k8s__workloads w
     left join intermediate.int_k8s__node_resources r using (cluster, node_name)
 )

@@ -31,8 +31,16 @@ def test_pull_provider_window_lands_billing_and_never_logs_the_key(
 
     monkeypatch.setenv("RUNPOD_API_KEY", KEY)
     caplog.set_level(logging.DEBUG)
-    out = pull_provider_window.fn(str(tmp_path), date(2026, 5, 31), date(2026, 6, 1),
-                                  base_url=fake_runpod.base_url)
+    # Prefect may re-run its logging dictConfig (replacing the root handlers caplog relies on),
+    # so also listen on the flows logger itself
+    flows_log = logging.getLogger("flows")
+    flows_log.addHandler(caplog.handler)
+    monkeypatch.setattr(flows_log, "disabled", False)
+    try:
+        out = pull_provider_window.fn(str(tmp_path), date(2026, 5, 31), date(2026, 6, 1),
+                                      base_url=fake_runpod.base_url)
+    finally:
+        flows_log.removeHandler(caplog.handler)
     assert out["files"] >= 3 and out["records"] > 0
     landed = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(landed) == out["files"]

@@ -1,0 +1,732 @@
+"""Benchmark harness behind `bench/run` (see bench/README.md).
+
+The parent process generates (once, cached) a simulated landing folder, then starts one fresh
+child process per measured run so that every run has a cold DuckDB, its own peak RSS and no
+state carried over. Children print one JSON line; the parent takes medians and spreads, prints
+one table and writes bench/results/<git sha>-<scale>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# BENCH_ROOT: measure another checkout (a copy of an older tree) with this harness and cache
+ROOT = Path(os.environ.get("BENCH_ROOT") or HERE.parent).resolve()
+CHILD_ENV = {**os.environ, "PYTHONPATH": str(ROOT)} if os.environ.get("BENCH_ROOT") else None
+CACHE = HERE / ".cache"
+RESULTS = HERE / "results"
+START_DAY = date(2026, 6, 1)
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+def hwm_kib() -> int:
+    """Peak resident set of this process since the last reset_hwm() (KiB)."""
+    with open("/proc/self/status") as f:
+        return int(re.search(r"VmHWM:\s+(\d+)", f.read()).group(1))
+
+
+def rss_kib() -> int:
+    with open("/proc/self/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+PEAK_KIB = [0]  # the process peak across resets (each reset first folds the current peak in)
+
+
+def reset_hwm() -> None:
+    PEAK_KIB[0] = max(PEAK_KIB[0], hwm_kib())
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def spread(xs):
+    xs = [x for x in xs if x is not None]
+    return (min(xs), max(xs)) if xs else (None, None)
+
+
+def git_sha() -> tuple[str, bool]:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, text=True,
+                             capture_output=True, check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                    cwd=ROOT, text=True, capture_output=True).stdout.strip())
+        return sha, dirty
+    except (OSError, subprocess.CalledProcessError):
+        return "nogit", False
+
+
+def machine_note() -> dict:
+    note = {"python": platform.python_version(), "platform": platform.platform(),
+            "cpus": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)),
+            "loadavg": os.getloadavg()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"model name\s*:\s*(.*)", f.read())
+            note["cpu"] = m.group(1).strip() if m else None
+        with open("/proc/meminfo") as f:
+            m = re.search(r"MemTotal:\s+(\d+)", f.read())
+            note["mem_gib"] = round(int(m.group(1)) / 2**20, 1)
+    except OSError:
+        pass
+    try:
+        import duckdb
+        note["duckdb"] = duckdb.__version__
+    except ImportError:
+        pass
+    note["recon_threads"] = os.environ.get("RECON_THREADS")
+    return note
+
+
+def scale_key(a) -> str:
+    return f"n{a.nodes}-s{a.scale:g}-e{a.endpoints}-d{a.days}-seed{a.seed}"
+
+
+def dir_stats(folder: Path) -> dict:
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    return {"files": len(files), "bytes": sum(p.stat().st_size for p in files)}
+
+
+def warm_page_cache(folder: Path) -> None:
+    for p in folder.rglob("*"):
+        if p.is_file():
+            with open(p, "rb") as f:
+                while f.read(1 << 24):
+                    pass
+
+
+# ----------------------------------------------------------------------------- data (cached)
+
+def ensure_sim(a) -> Path:
+    """Simulate once per parameter set; a `.complete` marker makes the cache crash-safe."""
+    out = CACHE / scale_key(a)
+    done = out / ".complete"
+    if done.exists():
+        return out
+    if out.exists():
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    print(f"simulating {scale_key(a)} into {out} (once; cached) ...", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    code = ("import sys; from datetime import date; from recon.simulate import simulate; "
+            f"simulate({str(out / 'input')!r}, seed={a.seed}, days={a.days}, nodes={a.nodes}, "
+            f"endpoints={a.endpoints}, scale={a.scale}, start_day=date.fromisoformat({START_DAY.isoformat()!r}))")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, env=CHILD_ENV)
+    secs = time.perf_counter() - t0
+    # the ground truth is not an input: keep it out of the landing folder
+    gt = out / "input" / "expected"
+    if gt.exists():
+        shutil.move(str(gt), str(out / "expected"))
+    done.write_text(json.dumps({"simulate_seconds": secs, **dir_stats(out / "input")}))
+    print(f"  simulated in {secs:.1f} s", file=sys.stderr, flush=True)
+    return out
+
+
+# ----------------------------------------------------------------------------- child: one run
+
+def child_run(spec: dict) -> dict:
+    """One daily run in this (fresh) process; returns per-stage seconds and peak RSS."""
+    out: dict = {"stages": {}, "rss_mib": {}, "models": {}}
+    t0 = time.perf_counter()
+    reset_hwm()
+    import recon.pipeline as pipeline
+    import recon.warehouse as warehouse
+    out["stages"]["import"] = time.perf_counter() - t0
+    out["recon_path"] = pipeline.__file__
+
+    day_from = date.fromisoformat(spec["day_from"]) if spec.get("day_from") else None
+    day_to = date.fromisoformat(spec["day_to"]) if spec.get("day_to") else None
+    orig_load, orig_build = pipeline.load_folder, pipeline.build
+
+    def load_folder(con, folder, progress=None):
+        reset_hwm()
+        r = orig_load(con, folder, progress=progress)
+        out["rss_mib"]["landing"] = hwm_kib() / 1024
+        return r
+
+    def build(con, timings=None):
+        reset_hwm()
+        models: dict = {}
+        try:
+            orig_build(con, timings, models)
+        except TypeError:  # an older build() without per-model timings
+            orig_build(con, timings)
+        out["models"].update(models)
+        out["rss_mib"]["build"] = hwm_kib() / 1024
+
+    pipeline.load_folder, pipeline.build = load_folder, build
+    t1 = time.perf_counter()
+    res = pipeline.run(spec["input"], spec["db"], None, day_from, day_to)
+    t_run = time.perf_counter() - t1
+    tm = res.timings
+    st = out["stages"]
+    st["landing"] = tm.get("load")
+    st["staging"] = tm.get("staging")
+    st["intermediate"] = tm.get("intermediate")
+    st["marts"] = tm.get("marts")
+    st["findings"] = out["models"].get("marts.findings")
+    st["checks"] = tm.get("checks")
+    st["run_other"] = t_run - sum(v for k, v in tm.items())
+    st["pipeline_run"] = t_run
+    out["records"] = {"in": res.records_in, "loaded": res.loaded, "quarantined": res.quarantined,
+                      "skipped": res.skipped, "staging_quarantined": res.staging_quarantined,
+                      "files": len(res.files),
+                      "files_unchanged": sum(1 for f in res.files if f.unchanged)}
+
+    con = warehouse.connect(spec["db"])
+    try:
+        out["raw_rows"] = dict(con.execute(
+            "select 'k8s_objects', count(*) from raw.k8s_objects union all "
+            "select 'runpod_billing', count(*) from raw.runpod_billing union all "
+            "select 'runpod_inventory', count(*) from raw.runpod_inventory union all "
+            "select 'serverless_jobs', count(*) from raw.serverless_jobs").fetchall())
+        out["staging_rows"] = con.execute(
+            "select sum(estimated_size) from duckdb_tables() where schema_name = 'staging'"
+        ).fetchone()[0]
+        out["marts_rows"] = dict(con.execute(
+            "select table_name, estimated_size from duckdb_tables() where schema_name = 'marts'"
+        ).fetchall())
+        # validation: recon.validate.validate(con, run_id) when it exists (written elsewhere)
+        if spec.get("validation", True):
+            try:
+                from recon import validate as v
+                fn = getattr(v, "validate")
+            except (ImportError, AttributeError) as e:
+                out["validation_skipped"] = f"recon.validate.validate unavailable: {e}"
+            else:
+                reset_hwm()
+                t = time.perf_counter()
+                try:
+                    import great_expectations  # noqa: F401  (its import is timed on its own)
+                    st["gx_import"] = time.perf_counter() - t
+                except ImportError:
+                    pass
+                t = time.perf_counter()
+                try:
+                    rep = fn(con, "bench")
+                    st["validation"] = time.perf_counter() - t
+                    out["validation_result"] = getattr(rep, "summary", lambda: str(rep))()
+                except Exception as e:  # noqa: BLE001  (someone else's module, in progress)
+                    out["validation_skipped"] = f"validate() raised {type(e).__name__}: {e}"[:300]
+                out["rss_mib"]["validation"] = hwm_kib() / 1024
+        # exports: the day's costs/findings CSVs (recon.exports.export_day) when present
+        if spec.get("exports", True):
+            try:
+                from recon import exports as ex
+                fn = getattr(ex, "export_day")
+            except (ImportError, AttributeError) as e:
+                out["exports_skipped"] = f"recon.exports.export_day unavailable: {e}"
+            else:
+                reset_hwm()
+                t = time.perf_counter()
+                try:
+                    with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp:
+                        fn(con, spec["export_day"], tmp)
+                    st["exports"] = time.perf_counter() - t
+                except Exception as e:  # noqa: BLE001
+                    out["exports_skipped"] = f"export_day raised {type(e).__name__}: {e}"[:300]
+                out["rss_mib"]["exports"] = hwm_kib() / 1024
+    finally:
+        con.close()
+    st["daily_total"] = sum(st.get(k) or 0 for k in ("import", "pipeline_run", "validation",
+                                                    "gx_import", "exports"))
+    reset_hwm()
+    out["ru_maxrss_mib"] = PEAK_KIB[0] / 1024  # VmHWM folded over the per-stage resets
+    out["db_bytes"] = os.path.getsize(spec["db"]) if os.path.exists(spec["db"]) else None
+    return out
+
+
+def child_floor(spec: dict) -> dict:
+    """The floor: a bare DuckDB scan of the same input, and a handful of fields extracted."""
+    import duckdb
+
+    folder = Path(spec["input"])
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    con.execute("set enable_progress_bar = false")
+    if os.environ.get("RECON_THREADS"):
+        con.execute(f"set threads = {int(os.environ['RECON_THREADS'])}")
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix in (".json", ".jsonl")]
+    jsonl = [str(p) for p in files if p.suffix == ".jsonl"]
+    docs = [str(p) for p in files if p.suffix == ".json"]
+    pods = [f for f in jsonl if "watch-pods" in f]
+    jobs = [f for f in jsonl if "serverless-jobs" in f]
+    other_jsonl = [f for f in jsonl if f not in pods and f not in jobs]
+    out: dict = {}
+
+    def q(sql, args):
+        return con.execute(sql, [args]).fetchall()
+
+    reset_hwm()
+    t = time.perf_counter()
+    n = 0
+    if jsonl:
+        n += q("select count(*), sum(length(json)) from read_ndjson_objects(?)", jsonl)[0][0]
+    big = max([os.path.getsize(f) for f in docs] or [0]) + 1024
+    rjo = f"read_json_objects(?, format='auto', maximum_object_size={big})"
+    if docs:
+        n += q(f"select count(*), sum(length(json)) from {rjo}", docs)[0][0]
+    out["scan"] = time.perf_counter() - t
+    t = time.perf_counter()
+    if pods:
+        q("""select count(*), count(distinct uid), max(rv), min(created), max(finished)
+             from (select json ->> '$.object.metadata.uid' as uid,
+                          (json ->> '$.object.metadata.resourceVersion')::bigint as rv,
+                          (json ->> '$.object.metadata.creationTimestamp')::timestamptz as created,
+                          json ->> '$.object.spec.nodeName' as node,
+                          json ->> '$.object.status.containerStatuses[0].state.terminated.finishedAt' as finished
+                   from read_ndjson_objects(?))""", pods)
+    if jobs:
+        q("""select count(*), count(distinct id), sum(ex), max(done)
+             from (select json ->> '$.id' as id, json ->> '$.endpointId' as ep,
+                          (json ->> '$.executionTime')::bigint as ex,
+                          (json ->> '$.completedAt')::timestamptz as done
+                   from read_ndjson_objects(?))""", jobs)
+    if other_jsonl:
+        q("select count(*), max(json ->> '$.x_recon.pulledAt') from read_ndjson_objects(?)",
+          other_jsonl)
+    if docs:
+        q(f"""select count(*), sum(json_array_length(coalesce(json -> '$.items', json -> '$.records')))
+             from {rjo}""", docs)
+    out["extract"] = time.perf_counter() - t
+    out["records"] = n
+    out["rss_mib"] = hwm_kib() / 1024
+    return out
+
+
+def child_main(argv) -> None:
+    spec = json.loads(argv[0])
+    fn = child_floor if spec["mode"] == "floor" else child_run
+    print("BENCH-RESULT " + json.dumps(fn(spec)), flush=True)
+
+
+def spawn(spec: dict) -> dict:
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, str(Path(__file__)), "--child", json.dumps(spec)],
+                       cwd=ROOT, text=True, capture_output=True, env=CHILD_ENV)
+    wall = time.perf_counter() - t0
+    line = next((ln for ln in reversed(p.stdout.splitlines()) if ln.startswith("BENCH-RESULT ")),
+                None)
+    if p.returncode or line is None:
+        sys.stderr.write(p.stdout[-4000:] + p.stderr[-4000:])
+        raise SystemExit(f"benchmark child failed (exit {p.returncode})")
+    r = json.loads(line[len("BENCH-RESULT "):])
+    r["process_wall"] = wall
+    return r
+
+
+# ----------------------------------------------------------------------------- fixed costs
+
+def fixed_costs(runs: int, prefect: bool) -> dict:
+    def timed(code: str, env=None) -> float | None:
+        t = time.perf_counter()
+        p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                           env={**env, "PYTHONPATH": str(ROOT)} if CHILD_ENV else env)
+        return time.perf_counter() - t if p.returncode == 0 else None
+
+    out = {}
+    checks = {"python_start": "pass", "import_recon_pipeline": "import recon.pipeline",
+              "import_duckdb": "import duckdb"}
+    import importlib.util
+    if importlib.util.find_spec("great_expectations"):
+        checks["import_great_expectations"] = "import great_expectations"
+    if importlib.util.find_spec("prefect"):
+        checks["import_prefect"] = "import prefect"
+    with tempfile.TemporaryDirectory(prefix="bench-prefect-") as home:
+        env = {**os.environ, "PREFECT_HOME": home, "DO_NOT_TRACK": "1",
+               "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        for name, code in checks.items():
+            xs = [timed(code, env) for _ in range(runs)]
+            out[name] = {"median": med(xs), "min": spread(xs)[0], "max": spread(xs)[1]}
+        if prefect and "import_prefect" in checks:
+            # a trivial flow: the temporary local API server, its SQLite migrations, one run
+            code = ("from prefect import flow\n@flow\ndef noop():\n    return 1\nnoop()\n")
+            xs = [timed(code, env)]
+            out["prefect_trivial_flow_first"] = {"median": xs[0], "min": xs[0], "max": xs[0]}
+    return out
+
+
+# ----------------------------------------------------------------------------- history (day 30)
+
+def _day_of(ts: str | None) -> date | None:
+    return date.fromisoformat(ts[:10]) if ts else None
+
+
+def split_days(src: Path, dst: Path) -> list[date]:
+    """Rewrite a multi-day simulation as a daily landing area: dst/day-YYYY-MM-DD/<same layout>.
+
+    Window files are cut by the time each record belongs to (pod watch files are already one
+    per creation day; events by creationTimestamp; nodes by registration; inventory/workers by
+    pulledAt; jobs by completedAt; account billing by bucket start); static snapshots go to the
+    first day. What a daily collector would have landed, so day k's run sees days 1..k.
+    """
+    import orjson
+
+    days: set[date] = set()
+
+    def put(rel: Path, d: date, data: bytes, mode="wb"):
+        days.add(d)
+        p = dst / f"day-{d.isoformat()}" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, mode) as f:
+            f.write(data)
+
+    for p in sorted(src.rglob("*")):
+        if not p.is_file() or p.name == "recon.toml":
+            continue
+        rel = p.relative_to(src)
+        name = p.name
+        m = re.search(r"-(\d\d)\.json", name)
+        if m:  # already one file per day index
+            d = START_DAY + timedelta(days=int(m.group(1)))
+            put(rel.with_name(re.sub(r"-\d\d\.json", ".json", name)), d, p.read_bytes())
+        elif name == "events.json":
+            doc = orjson.loads(p.read_bytes())
+            by: dict = {}
+            for it in doc["items"]:
+                by.setdefault(_day_of(it["metadata"]["creationTimestamp"]), []).append(it)
+            for d, items in by.items():
+                put(rel, d, orjson.dumps({**doc, "items": items}, option=orjson.OPT_INDENT_2))
+        elif name == "nodes-watch.json":
+            dec = json.JSONDecoder()
+            text = p.read_text()
+            i, by = 0, {}
+            while i < len(text):
+                while i < len(text) and text[i].isspace():
+                    i += 1
+                if i >= len(text):
+                    break
+                ev, i = dec.raw_decode(text, i)
+                d = _day_of(ev["object"]["metadata"]["creationTimestamp"])
+                by.setdefault(d, []).append(orjson.dumps(ev, option=orjson.OPT_INDENT_2))
+            for d, evs in by.items():
+                put(rel, d, b"\n".join(evs) + b"\n")
+        elif name.endswith(".jsonl"):
+            by = {}
+            for line in p.read_bytes().splitlines(keepends=True):
+                doc = orjson.loads(line)
+                ts = doc.get("completedAt") or (doc.get("x_recon") or {}).get("pulledAt")
+                by.setdefault(_day_of(ts) or START_DAY, []).append(line)
+            for d, lines in by.items():
+                put(rel, d, b"".join(lines))
+        elif name == "billing-account.json":
+            doc = orjson.loads(p.read_bytes())
+            by = {}
+            for r in doc["records"]:
+                by.setdefault(_day_of(r["startTime"]), []).append(r)
+            for d, recs in by.items():
+                put(rel, d, orjson.dumps({**doc, "records": recs}, option=orjson.OPT_INDENT_2))
+        else:  # keda, endpoint/volume inventories: static snapshots, first day
+            put(rel, START_DAY, p.read_bytes())
+    shutil.copy(src / "recon.toml", dst / "recon.toml")
+    return sorted(days)
+
+
+def history(a, sim: Path) -> dict:
+    """Day 1 vs day N of a daily landing area: same work per day, N-1 days already landed."""
+    hist = CACHE / f"{scale_key(a)}-daily"
+    if not (hist / ".complete").exists():
+        if hist.exists():
+            shutil.rmtree(hist)
+        print(f"splitting {sim.name} into daily landing folders ...", file=sys.stderr, flush=True)
+        days = split_days(sim / "input", hist / "days")
+        (hist / ".complete").write_text(json.dumps([d.isoformat() for d in days]))
+    days = [date.fromisoformat(d) for d in json.loads((hist / ".complete").read_text())]
+    last = days[min(a.days, len(days)) - 1]
+    first = days[0]
+    work = Path(tempfile.mkdtemp(prefix="hist-", dir=CACHE))
+    out: dict = {"days": len(days), "first": first.isoformat(), "last": last.isoformat()}
+    try:
+        def landing(upto: date, name: str) -> Path:
+            land = work / name
+            land.mkdir()
+            shutil.copy(hist / "days" / "recon.toml", land / "recon.toml")
+            for d in days:
+                if d <= upto:
+                    src = hist / "days" / f"day-{d.isoformat()}"
+                    for p in src.rglob("*"):
+                        if p.is_file():
+                            q = land / p.relative_to(hist / "days")
+                            q.parent.mkdir(parents=True, exist_ok=True)
+                            os.link(p, q)
+            return land
+
+        # day 1: empty warehouse, one day landed
+        land1 = landing(first, "land1")
+        r1 = []
+        for i in range(a.runs):
+            db = work / f"d1-{i}.duckdb"
+            r1.append(spawn({"mode": "run", "input": str(land1), "db": str(db),
+                             "day_from": first.isoformat(), "day_to": first.isoformat(),
+                             "export_day": first.isoformat(), "validation": a.validation,
+                             "exports": a.exports}))
+            db.unlink(missing_ok=True)
+        # day N: the warehouse already holds days 1..N-1 (landed and built by one earlier run)
+        landn = landing(last - timedelta(days=1), "landn")
+        state = work / "state.duckdb"
+        print(f"  building the day-{len(days)} starting state ...", file=sys.stderr, flush=True)
+        spawn({"mode": "run", "input": str(landn), "db": str(state), "validation": False,
+               "exports": False, "day_from": (last - timedelta(days=1)).isoformat(),
+               "day_to": (last - timedelta(days=1)).isoformat(), "export_day": first.isoformat()})
+        new = hist / "days" / f"day-{last.isoformat()}"
+        rn = []
+        for i in range(a.runs):
+            db = work / f"dn-{i}.duckdb"
+            shutil.copy(state, db)
+            linked = []
+            for p in new.rglob("*"):
+                if p.is_file():
+                    q = landn / p.relative_to(hist / "days")
+                    q.parent.mkdir(parents=True, exist_ok=True)
+                    os.link(p, q)
+                    linked.append(q)
+            rn.append(spawn({"mode": "run", "input": str(landn), "db": str(db),
+                             "day_from": last.isoformat(), "day_to": last.isoformat(),
+                             "export_day": last.isoformat(), "validation": a.validation,
+                             "exports": a.exports}))
+            for q in linked:
+                q.unlink()
+            db.unlink(missing_ok=True)
+        out["day1"] = summarise(r1)
+        out["dayN"] = summarise(rn)
+        out["state_db_bytes"] = state.stat().st_size
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+# ----------------------------------------------------------------------------- report
+
+STAGES = ("import", "landing", "staging", "intermediate", "marts", "findings", "run_other",
+          "pipeline_run", "gx_import", "validation", "exports", "daily_total", "process_wall")
+
+
+def summarise(runs: list[dict]) -> dict:
+    s: dict = {"runs": len(runs), "stages": {}}
+    for k in STAGES:
+        xs = [r["stages"].get(k) if k != "process_wall" else r.get("process_wall") for r in runs]
+        if any(x is not None for x in xs):
+            lo, hi = spread(xs)
+            s["stages"][k] = {"median": med(xs), "min": lo, "max": hi, "all": xs}
+    s["peak_rss_mib"] = {k: med([r["rss_mib"].get(k) for r in runs])
+                         for k in runs[0]["rss_mib"]}
+    s["peak_rss_mib"]["process"] = med([r["ru_maxrss_mib"] for r in runs])
+    s["records"] = runs[0]["records"]
+    s["raw_rows"] = runs[0].get("raw_rows")
+    s["marts_rows"] = runs[0].get("marts_rows")
+    s["db_bytes"] = runs[0].get("db_bytes")
+    models: dict = {}
+    for r in runs:
+        for m, v in r["models"].items():
+            models.setdefault(m, []).append(v)
+    s["models"] = {m: med(v) for m, v in sorted(models.items(), key=lambda kv: -med(kv[1]))}
+    for k in ("validation_skipped", "exports_skipped", "validation_result"):
+        if runs[0].get(k):
+            s[k] = runs[0][k]
+    return s
+
+
+def fmt_s(x):
+    return "-" if x is None else f"{x:8.3f}"
+
+
+def print_table(res: dict) -> None:
+    s = res["run"]
+    recs = s["records"]["in"]
+    raw = sum((s.get("raw_rows") or {}).values()) or None
+    floor = res.get("floor", {})
+    print(f"\n# bench {res['key']}  sha {res['sha']}{'+dirty' if res['dirty'] else ''}  "
+          f"runs {s['runs']}  input {res['input']['files']} files "
+          f"{res['input']['bytes'] / 2**20:.1f} MiB  records {recs}")
+    m = res["machine"]
+    print(f"# machine: {m.get('cpu')} x{m.get('cpus')} (affinity {m.get('affinity')}), "
+          f"{m.get('mem_gib')} GiB, loadavg {m.get('loadavg_start')} -> {m.get('loadavg')}, "
+          f"duckdb {m.get('duckdb')}, python {m.get('python')}")
+    print(f"{'stage':<22}{'median s':>9}{'min':>9}{'max':>9}{'rows/s':>12}  peak RSS MiB")
+    rss = s["peak_rss_mib"]
+    rows_for = {"landing": recs, "staging": raw, "pipeline_run": recs, "daily_total": recs}
+    rss_for = {"landing": rss.get("landing"), "staging": rss.get("build"),
+               "validation": rss.get("validation"), "exports": rss.get("exports"),
+               "daily_total": rss.get("process")}
+    for k in STAGES:
+        v = s["stages"].get(k)
+        if not v:
+            continue
+        n = rows_for.get(k)
+        rate = f"{n / v['median']:12,.0f}" if n and v["median"] else " " * 12
+        r = rss_for.get(k)
+        print(f"{k:<22}{fmt_s(v['median'])}{fmt_s(v['min'])}{fmt_s(v['max'])}{rate}  "
+              f"{'' if r is None else f'{r:,.0f}'}")
+    for k in ("scan", "extract"):
+        v = floor.get(k)
+        if v:
+            print(f"{'floor_' + k:<22}{fmt_s(v['median'])}{fmt_s(v['min'])}{fmt_s(v['max'])}"
+                  f"{(recs / v['median']):12,.0f}  {floor.get('rss_mib', 0):,.0f}")
+    recon = res.get("derived", {})
+    for k, v in recon.items():
+        print(f"{k:<40}{v if isinstance(v, str) else f'{v:.3f}'}")
+    print("top models (median s): " + ", ".join(f"{k} {v:.3f}"
+                                                for k, v in list(s["models"].items())[:8]))
+    for k in ("validation_skipped", "exports_skipped"):
+        if s.get(k):
+            print(f"note: {s[k]}")
+    if res.get("fixed"):
+        print("fixed costs (median s): " + ", ".join(
+            f"{k} {v['median']:.3f}" for k, v in res["fixed"].items() if v["median"] is not None))
+    if res.get("history"):
+        h = res["history"]
+        d1, dn = h["day1"]["stages"], h["dayN"]["stages"]
+        print(f"history: {h['days']} days; day 1 vs day {h['days']} (median s):")
+        for k in ("landing", "staging", "intermediate", "marts", "pipeline_run", "daily_total"):
+            if k in d1 and k in dn:
+                print(f"  {k:<20}{fmt_s(d1[k]['median'])}{fmt_s(dn[k]['median'])}"
+                      f"   x{dn[k]['median'] / d1[k]['median']:.2f}")
+
+
+def derived(res: dict) -> dict:
+    st = res["run"]["stages"]
+    g = lambda k: (st.get(k) or {}).get("median")  # noqa: E731
+    recon_after = sum(g(k) or 0 for k in ("staging", "intermediate", "marts"))
+    out = {"reconciliation_after_landing_s": recon_after}
+    fl = (res.get("floor", {}).get("extract") or {}).get("median")
+    if fl:
+        out["reconciliation / floor_extract"] = recon_after / fl
+    scan = (res.get("floor", {}).get("scan") or {}).get("median")
+    if scan and g("landing"):
+        out["landing / floor_scan"] = g("landing") / scan
+    return out
+
+
+def compare(a: Path, b: Path) -> None:
+    ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
+    print(f"{'stage':<22}{a.stem[:18]:>20}{b.stem[:18]:>20}{'ratio':>8}")
+    for k in STAGES:
+        x = (ra["run"]["stages"].get(k) or {}).get("median")
+        y = (rb["run"]["stages"].get(k) or {}).get("median")
+        if x is None and y is None:
+            continue
+        ratio = f"{y / x:8.2f}" if x and y else ""
+        print(f"{k:<22}{fmt_s(x):>20}{fmt_s(y):>20}{ratio}")
+    for k in ("process",):
+        x, y = ra["run"]["peak_rss_mib"].get(k), rb["run"]["peak_rss_mib"].get(k)
+        print(f"{'peak RSS MiB':<22}{x:>20,.0f}{y:>20,.0f}{y / x:8.2f}")
+
+
+# ----------------------------------------------------------------------------- main
+
+def main(argv=None) -> None:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--child"]:
+        return child_main(argv[1:])
+    ap = argparse.ArgumentParser(prog="bench/run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=100)
+    ap.add_argument("--scale", type=float, default=4)
+    ap.add_argument("--endpoints", type=int, default=2)
+    ap.add_argument("--days", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=3, help="measured runs (fresh process each)")
+    ap.add_argument("--day", help="run for this UTC day only (--from/--to); default: the last "
+                    "simulated day when --days 1, else the whole window")
+    ap.add_argument("--no-validation", dest="validation", action="store_false")
+    ap.add_argument("--no-exports", dest="exports", action="store_false")
+    ap.add_argument("--no-floor", dest="floor", action="store_false")
+    ap.add_argument("--no-fixed", dest="fixed", action="store_false")
+    ap.add_argument("--prefect", action="store_true", help="also time a trivial Prefect flow "
+                    "(starts a temporary local API server: 5-10 s)")
+    ap.add_argument("--history", action="store_true", help="also compare day 1 with day N of a "
+                    "daily landing area (N = --days; the warehouse holds days 1..N-1)")
+    ap.add_argument("--history-only", action="store_true")
+    ap.add_argument("--label", default="", help="suffix for the results file name")
+    ap.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"))
+    a = ap.parse_args(argv)
+    if a.compare:
+        return compare(*a.compare)
+
+    sha, dirty = git_sha()
+    machine = machine_note()
+    machine["loadavg_start"] = machine.pop("loadavg")
+    sim = ensure_sim(a)
+    inp = sim / "input"
+    meta = json.loads((sim / ".complete").read_text())
+    last_day = START_DAY + timedelta(days=a.days - 1)
+    day = a.day or (last_day.isoformat() if a.days == 1 else None)
+    res = {"key": scale_key(a), "sha": sha, "dirty": dirty, "argv": argv, "root": str(ROOT),
+           "params": {k: v for k, v in vars(a).items() if k != "compare"},
+           "input": {"files": meta["files"], "bytes": meta["bytes"],
+                     "simulate_seconds": meta.get("simulate_seconds")},
+           "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    warm_page_cache(inp)
+    if not a.history_only:
+        work = Path(tempfile.mkdtemp(prefix="run-", dir=CACHE))
+        try:
+            runs, floors = [], []
+            for i in range(a.runs):
+                db = work / f"r{i}.duckdb"
+                runs.append(spawn({"mode": "run", "input": str(inp), "db": str(db),
+                                   "day_from": day, "day_to": day,
+                                   "export_day": day or last_day.isoformat(),
+                                   "validation": a.validation, "exports": a.exports}))
+                db.unlink(missing_ok=True)
+                Path(str(db) + ".wal").unlink(missing_ok=True)
+                st = runs[-1]["stages"]
+                print(f"  run {i + 1}/{a.runs}: " + ", ".join(
+                    f"{k} {v:.2f}" for k, v in st.items() if v is not None), file=sys.stderr,
+                    flush=True)
+                if a.floor:
+                    try:
+                        floors.append(spawn({"mode": "floor", "input": str(inp)}))
+                    except SystemExit as e:  # the floor is a reference, not the product
+                        print(f"  floor failed: {e}", file=sys.stderr, flush=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        res["run"] = summarise(runs)
+        res["runs_raw"] = runs
+        if floors:
+            res["floor"] = {k: {"median": med([f[k] for f in floors]),
+                                "min": spread([f[k] for f in floors])[0],
+                                "max": spread([f[k] for f in floors])[1]}
+                            for k in ("scan", "extract")}
+            res["floor"]["records"] = floors[0]["records"]
+            res["floor"]["rss_mib"] = med([f["rss_mib"] for f in floors])
+        res["derived"] = derived(res)
+    if a.fixed:
+        res["fixed"] = fixed_costs(max(3, a.runs), a.prefect)
+    if a.history or a.history_only:
+        res["history"] = history(a, sim)
+    machine["loadavg"] = os.getloadavg()
+    res["machine"] = machine
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    name = f"{sha}{'-dirty' if dirty else ''}-{scale_key(a)}{'-' + a.label if a.label else ''}.json"
+    (RESULTS / name).write_text(json.dumps(res, indent=1, default=str))
+    if "run" in res:
+        print_table(res)
+    elif res.get("history"):
+        print_table({**res, "run": res["history"]["dayN"]})
+    print(f"\nwritten: {RESULTS / name}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,235 @@
+"""The performance work must not change what lands: the DuckDB JSON Lines path (`land_jsonl`)
+against the Python reader on mutated lines, and the benchmark harness's own helpers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from recon.ingest import load as load_mod
+from recon.warehouse import connect, load_folder
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _pod(uid="u1", rv="1"):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"p-{uid}", "namespace": "ml", "uid": uid, "resourceVersion": rv,
+                         "creationTimestamp": "2026-06-01T10:00:00Z", "labels": {"team": "a/b"}},
+            "spec": {"containers": [{"name": "w", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+            "status": {"phase": "Running", "ratio": 0.25}}
+
+
+def _watch(rng, i):
+    return {"type": rng.choice(["ADDED", "MODIFIED", "DELETED"]), "object": _pod(f"u{i}", str(i)),
+            "cluster": "c1", "seenAt": "2026-06-01T10:00:00Z"}
+
+
+def _job(rng, i):
+    return {"id": f"j{i}", "status": "COMPLETED", "delayTime": rng.randint(0, 9000),
+            "executionTime": rng.randint(0, 90000), "workerId": "w1", "endpointId": "ep1",
+            "submittedAt": "2026-06-01T10:00:00.000Z", "completedAt": "2026-06-01T10:01:00.000Z"}
+
+
+def _workers(rng, i):
+    return {"endpointVersion": 1, "workers": [{"id": f"w{i}-{k}", "status": "RUNNING"}
+                                              for k in range(rng.randint(0, 3))],
+            "x_recon": {"endpoint": "/v2/serverless/{id}/workers", "endpointId": "ep1",
+                        "pulledAt": "2026-06-01T10:00:00Z"}}
+
+
+ODD_VALUES = [None, "", 0, 1, -1, 2.5, 1e13, True, False, "x", "a\"b\\c", "\u00e9\u2028", [], {},
+              [1, 2], {"k": "v"}, "BOOKMARK", "ERROR", "ADDED", "/v2/serverless/x/health",
+              "recon.GroundTruth", "Pod", 10**20]
+PATHS = {
+    "watch": [("type",), ("object",), ("cluster",), ("seenAt",), ("kind",), ("x_recon",),
+              ("object", "kind"), ("object", "metadata"), ("object", "metadata", "uid"),
+              ("object", "metadata", "resourceVersion"), ("items",), ("id",), ("executionTime",)],
+    "job": [("id",), ("endpointId",), ("completedAt",), ("delayTime",), ("executionTime",),
+            ("type",), ("object",), ("kind",), ("workers",), ("records",), ("metadata",),
+            ("x_recon",), ("pods",)],
+    "workers": [("workers",), ("x_recon",), ("x_recon", "endpoint"), ("x_recon", "endpointId"),
+                ("x_recon", "pulledAt"), ("kind",), ("type",), ("object",), ("items",),
+                ("records",), ("workers", 0), ("workers", 0, "id")],
+}
+TEXT_MUTATIONS = [
+    lambda s: s[: len(s) // 2],                        # cut
+    lambda s: s.replace(",", ", ]", 1),                # broken
+    lambda s: s[:-1] + ",}",                           # trailing comma (DuckDB accepts)
+    lambda s: s.replace("0.25", "NaN"),                # NaN (DuckDB accepts)
+    lambda s: s.replace("0.25", "Infinity"),
+    lambda s: s.replace("0.25", "1e999"),
+    lambda s: s.replace("0.25", "-inf"),
+    lambda s: s.replace(":", " : "),                   # whitespace
+    lambda s: "   ",                                   # blank
+    lambda s: "",                                      # empty
+    lambda s: "\ufeff" + s,                            # BOM
+    lambda s: s + "\r",                                # CRLF
+    lambda s: "[" * 1100 + "]" * 1100,                 # deeper than orjson's limit
+    lambda s: s.replace('"c1"', '"c\\u0031"'),         # escapes
+    lambda s: s.replace('"ep1"', '"\\ud800"'),         # lone surrogate
+    lambda s: "[1, 2]",
+    lambda s: "42",
+    lambda s: '"just a string"',
+]
+
+
+def _mutate(rng, doc, kind):
+    doc = json.loads(json.dumps(doc))
+    for _ in range(rng.randint(1, 2)):
+        path = rng.choice(PATHS[kind])
+        cur = doc
+        for k in path[:-1]:
+            if isinstance(cur, dict) and isinstance(cur.get(k), (dict, list)):
+                cur = cur[k]
+            elif isinstance(cur, list) and isinstance(k, int) and len(cur) > k:
+                cur = cur[k]
+            else:
+                cur = None
+                break
+        if isinstance(cur, dict):
+            if rng.random() < 0.25:
+                cur.pop(path[-1], None)
+            else:
+                cur[path[-1]] = rng.choice(ODD_VALUES)
+        elif isinstance(cur, list) and isinstance(path[-1], int) and cur:
+            cur[0] = rng.choice(ODD_VALUES)
+    return doc
+
+
+def _lines(kind, seed, n=400):
+    rng = random.Random(seed)
+    make = {"watch": _watch, "job": _job, "workers": _workers}[kind]
+    out = [json.dumps(make(rng, 0))]  # the first line decides the fast path's mode
+    for i in range(1, n):
+        r = rng.random()
+        if r < 0.45:
+            out.append(json.dumps(make(rng, i), separators=(",", ":")))
+        elif r < 0.75:
+            out.append(json.dumps(_mutate(rng, make(rng, i), kind)))
+        elif r < 0.8:
+            other = rng.choice([_watch, _job, _workers])
+            out.append(json.dumps(other(rng, i)))
+        elif r < 0.83:
+            out.append(json.dumps({"type": "BOOKMARK", "object": {"kind": "Pod",
+                                                                   "metadata": {"resourceVersion": "9"}}}))
+        else:
+            out.append(rng.choice(TEXT_MUTATIONS)(json.dumps(make(rng, i))))
+    return out
+
+
+def _snapshot(con):
+    out = {}
+    for t in ("k8s_objects", "runpod_billing", "runpod_inventory", "serverless_jobs", "focus_rows"):
+        cols = [r[0] for r in con.execute(
+            f"select column_name from duckdb_columns() where schema_name = 'raw' "
+            f"and table_name = '{t}' order by column_index").fetchall()]
+        sel = ", ".join("json(doc)::varchar" if c == "doc" else c for c in cols)
+        out[t] = sorted(map(repr, con.execute(f"select {sel} from raw.{t}").fetchall()))
+    out["quarantine"] = sorted(map(repr, con.execute(
+        "select source_file, record_no, locator, reason, record from raw.quarantine").fetchall()))
+    out["files"] = sorted(map(repr, con.execute(
+        "select * exclude (sha256) from raw.files").fetchall()))
+    return out
+
+
+def _land(folder, db, fast: bool, monkeypatch):
+    with monkeypatch.context() as m:
+        if not fast:
+            m.setattr("recon.warehouse.land_jsonl", lambda con, p, d: None)
+        else:  # small chunks: lines and files cross chunk boundaries
+            m.setattr(load_mod, "FAST_CHUNK", 4096)
+        con = connect(db)
+        try:
+            load_folder(con, folder)
+            return _snapshot(con)
+        finally:
+            con.close()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_fast_jsonl_landing_equals_the_python_reader(tmp_path, monkeypatch, seed):
+    folder = tmp_path / "in" / "cluster=from-path"
+    folder.mkdir(parents=True)
+    for kind in ("watch", "job", "workers"):
+        lines = _lines(kind, seed * 10 + len(kind))
+        # one file ends with a newline, one is cut mid-line (a file still being written)
+        (folder / f"{kind}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        (folder / f"{kind}-cut.jsonl").write_text("\n".join(lines)[:-7], encoding="utf-8")
+        (folder / f"{kind}-crlf.jsonl").write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+    bad = (folder / "watch.jsonl").read_bytes().replace(b'"c1"', b'"c\xff1"', 3)  # not UTF-8
+    (folder / "watch-latin1.jsonl").write_bytes(bad)
+    slow = _land(tmp_path / "in", tmp_path / "slow.duckdb", False, monkeypatch)
+    fast = _land(tmp_path / "in", tmp_path / "fast.duckdb", True, monkeypatch)
+    assert sum(len(v) for v in slow.values()) > 1000
+    for table in slow:
+        assert fast[table] == slow[table], table
+
+
+def test_fast_path_is_taken_and_unchanged_files_are_not_reread(tmp_path, monkeypatch):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rng = random.Random(5)
+    (folder / "w.jsonl").write_text("".join(json.dumps(_watch(rng, i)) + "\n" for i in range(50)))
+    calls = []
+    real = load_mod.land_jsonl
+
+    def spy(con, p, d):
+        r = real(con, p, d)
+        calls.append(r is not None)
+        return r
+
+    monkeypatch.setattr("recon.warehouse.land_jsonl", spy)
+    con = connect(tmp_path / "db.duckdb")
+    (r,) = load_folder(con, folder)
+    assert calls == [True] and (r.loaded, r.records_in) == (50, 50)
+    hashed = []
+    monkeypatch.setattr("recon.warehouse.sha256_of", lambda p: hashed.append(p) or "x")
+    (r,) = load_folder(con, folder)
+    assert r.unchanged and hashed == [] and calls == [True]  # same size and mtime: no read
+    con.close()
+
+
+def _harness():
+    spec = importlib.util.spec_from_file_location("bench_harness", ROOT / "bench" / "harness.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_harness_splits_a_simulation_into_daily_landing_folders(tmp_path):
+    from recon.simulate import simulate
+
+    h = _harness()
+    simulate(tmp_path / "sim", seed=3, days=3, nodes=4, endpoints=2)
+    (tmp_path / "sim" / "expected" / "ground_truth.json").unlink()
+    days = h.split_days(tmp_path / "sim", tmp_path / "daily")
+    assert [d.isoformat() for d in days][:3] == ["2026-06-01", "2026-06-02", "2026-06-03"]
+    # every record of the window lands once, whichever way the files are cut
+    whole = connect(tmp_path / "whole.duckdb")
+    daily = connect(tmp_path / "daily.duckdb")
+    a = [r.records_in for r in load_folder(whole, tmp_path / "sim")]
+    b = [r.records_in for r in load_folder(daily, tmp_path / "daily")]
+    assert sum(a) == sum(b) > 0
+    assert whole.execute("select count(*) from raw.quarantine").fetchone()[0] == 0
+    assert daily.execute("select count(*) from raw.quarantine").fetchone()[0] == 0
+
+
+def test_harness_child_reports_every_stage(tmp_path):
+    from recon.simulate import simulate
+
+    h = _harness()
+    simulate(tmp_path / "sim", seed=3, days=1, nodes=4, endpoints=2)
+    (tmp_path / "sim" / "expected" / "ground_truth.json").unlink()
+    r = h.child_run({"input": str(tmp_path / "sim"), "db": str(tmp_path / "b.duckdb"),
+                     "day_from": "2026-06-01", "day_to": "2026-06-01", "export_day": "2026-06-01",
+                     "validation": False, "exports": False})
+    for k in ("landing", "staging", "intermediate", "marts", "findings", "pipeline_run"):
+        assert r["stages"][k] is not None and r["stages"][k] >= 0, k
+    assert r["records"]["in"] == r["records"]["loaded"] + r["records"]["skipped"] > 0
+    f = h.child_floor({"input": str(tmp_path / "sim")})
+    assert f["scan"] > 0 and f["extract"] > 0
