@@ -44,9 +44,11 @@ def test_whatif_idle_timeout_on_the_simulated_endpoints(sim_run):
 def test_check_names_what_fails_and_passes_a_clean_day(sim_run, tmp_path):
     con = connect(sim_run["db"], read_only=True)
     steps = run_checks(con, DAY)
-    assert [s.passed for s in steps] == [False, False, False, True]
+    assert [s.passed for s in steps] == [False, False, False, False]
     assert any("Insufficient nvidia.com/gpu" in line for line in steps[0].lines)
     assert any("BILLED_AFTER_EXIT" in line for line in steps[2].lines)
+    assert any("SCALE_TO_ZERO_LATE" in line for line in steps[2].lines)
+    assert any("RATE_MISMATCH" in line for line in steps[3].lines)  # the H100 plan not applied
     w = World(tmp_path / "clean")
     w.node("n1", "pod1", t("10:00"), t("10:02"))
     w.pod("job-a", "n1", t("10:03"), t("10:05"), t("11:00"))

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..config import Thresholds
 from .emit_k8s import RV, write_k8s
 from .emit_runpod import write_runpod
+from .extras import extras_truth, plan_config, write_extras
 from .truth import ground_truth
 from .world import (
     HOURS_PER_MONTH, SAMPLE_DISK_RUNNING_GB_MONTH, SAMPLE_GPU_PER_HOUR,
@@ -49,8 +50,15 @@ def simulate(out: str | Path, seed: int = 7, days: int = 2, nodes: int = 4, endp
                         start_day=start_day)
     th = Thresholds(hours_per_month=HOURS_PER_MONTH)
     files = write_k8s(world, out, RV()) + write_runpod(world, out)
-    (out / "recon.toml").write_text(_config_text(world, th), encoding="utf-8")
+    files += write_extras(out, start_day, days)
+    (out / "recon.toml").write_text(_config_text(world, th) + plan_config(start_day),
+                                    encoding="utf-8")
     truth = ground_truth(world, asdict(th))
+    rows, found = extras_truth(start_day, days, asdict(th))
+    truth["resource_days"] = sorted(truth["resource_days"] + rows,
+                                    key=lambda r: (r["resource_id"], r["day"]))
+    truth["findings"] = [dict(code=c, resource_id=r, day=d) for c, r, d in sorted(
+        {(f["code"], f["resource_id"], f["day"]) for f in truth["findings"]} | set(found))]
     (out / "expected").mkdir(exist_ok=True)
     (out / "expected" / "ground_truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True))
     return {"out": str(out), "files": len(files), "truth": truth}

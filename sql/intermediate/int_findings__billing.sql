@@ -27,7 +27,7 @@ duplicate as (
            bucket_start as window_start, bucket_start + interval 1 hour as window_end,
            3600000 * (copies - 1) as ms, extra as amount_at_stake,
            'Runpod pod ' || pod_id || ' is billed ' || copies || ' times for the hour starting '
-               || strftime(bucket_start, '%Y-%m-%dT%H:%M:%SZ') || ' in one export (' || source_file || ': '
+               || strftime(bucket_start, '%Y-%m-%dT%H:%M:%SZ') || ' in one export (' || regexp_extract(source_file, '[^/\\]+$') || ': '
                || where_ || '); the reconciliation counts it once, $' || round(extra, 6)
                || ' was billed on top.' as message
     from dups
