@@ -129,6 +129,22 @@ MARTS: dict[str, dict] = {
             "message": "A sentence naming the evidence and the threshold",
         },
     },
+    "rates": {
+        "grain": "one row per billed instance and UTC day: the rates behind its seconds and amounts",
+        "columns": {
+            "resource_id": "Runpod pod id (or FOCUS resource)",
+            "day": "UTC day",
+            "sku": "GPU type (the price key)",
+            "gpu_count": "GPUs of the pod",
+            "charged_rate_per_hour": "Rate that turned amounts into seconds: inventory cost, else the rate card (USD/h)",
+            "charged_rate_source": "inventory, rate_card_pod, rate_card_gpu, bill_contracted_unit_price or bill_amount_per_hour",
+            "contracted_rate_per_hour": "Savings plan in force, else the effective rate card (USD/h): expected amounts use it",
+            "savings_plan_id": "The configured plan that applies, if any",
+            "learned_rate_per_hour": "The bill's own amount ÷ billed hours where the bill gives seconds (v1, FOCUS); NULL for v2 (seconds are derived)",
+            "compute_seconds": "Billed compute seconds that day",
+            "compute_amount": "Billed compute amount that day (USD)",
+        },
+    },
     "validation_results": {
         "grain": "one row per expectation checked per run (written by the validation step)",
         "columns": {

@@ -194,3 +194,4 @@ def test_balance_below_one_hour(tmp_path):
         assert codes(f) == expected
         if expected:
             assert f[0][4] == Decimal("0.75")
+

@@ -113,3 +113,19 @@ def test_focus_parquet_and_13_columns(tmp_path):
         (Decimal("4800.000"),)]
     assert con.execute("select count(*) from raw.focus_rows where doc ->> '$.HostProviderName' = 'AWS'"
                        ).fetchone()[0] == 2
+
+
+def test_learned_rate_from_the_bill_and_rate_mismatch(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    k8s(folder)
+    rows = [row(10, 60, cost=Decimal("4.50")), row(11, 30, cost=Decimal("2.25"))]  # 4.50/h billed
+    write_csv(folder / "focus.csv", rows)  # while ContractedUnitPrice says 4.10/h
+    run(folder, tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    r = con.execute("select sku, charged_rate_source, contracted_rate_per_hour, learned_rate_per_hour, "
+                    "compute_seconds from marts.rates").fetchone()
+    assert r == (None, "bill_contracted_unit_price", Decimal("4.1"), Decimal("4.5"), Decimal("5400"))
+    f = con.execute("select code, amount_at_stake from marts.findings where code = 'RATE_MISMATCH'"
+                    ).fetchall()
+    assert f == [("RATE_MISMATCH", Decimal("0.6"))]  # 1.5 h × (4.50 − 4.10)
