@@ -92,10 +92,17 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
     con = connect(db)
     try:
         t0 = time.perf_counter()
-        results = load_folder(con, input_dir, progress=progress)
-        timings = {"load": time.perf_counter() - t0}
-        write_config(con, cfg, day_from, day_to)
-        build(con, timings)
+        # one transaction: a run killed at any point leaves the warehouse as it was
+        con.execute("begin transaction")
+        try:
+            results = load_folder(con, input_dir, progress=progress, transaction=False)
+            timings = {"load": time.perf_counter() - t0}
+            write_config(con, cfg, day_from, day_to)
+            build(con, timings, transaction=False)
+            con.execute("commit")
+        except BaseException:
+            con.execute("rollback")
+            raise
         res = RunResult(db=str(db) if db else ":memory:", files=results, timings=timings)
         for r in results:
             res.records_in += r.records_in

@@ -67,6 +67,13 @@ def _stat_key(p: Path) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
+def _begin(con, own: bool) -> bool:
+    """Begin a transaction when this call owns it (`own`); else the caller's commits for us."""
+    if own:
+        con.execute("begin transaction")
+    return own
+
+
 def _read_safely(con, p: Path, display: str) -> FileResult:
     """Read one file; a reader that fails outright (corrupt gzip or Parquet, unreadable file)
     quarantines the file with the reason instead of stopping the batch."""
@@ -81,7 +88,7 @@ def _read_safely(con, p: Path, display: str) -> FileResult:
         return r
 
 
-def load_folder(con, folder: str | Path, progress=None) -> list[FileResult]:
+def load_folder(con, folder: str | Path, progress=None, transaction: bool = True) -> list[FileResult]:
     """Land every file of `folder`; one transaction, so a killed run leaves the old state.
 
     A file already landed is skipped when its size and mtime are those recorded when it was
@@ -101,7 +108,7 @@ def load_folder(con, folder: str | Path, progress=None) -> list[FileResult]:
         "f.records_quarantined, f.records_skipped, s.bytes, s.mtime_ns, s.sha256 "
         "from raw.files f left join raw.file_stats s using (source_file)").fetchall()}
     results = []
-    con.execute("begin transaction")
+    own = _begin(con, transaction)
     try:
         for i, p in enumerate(files):
             display = str(p.resolve())
@@ -145,9 +152,11 @@ def load_folder(con, folder: str | Path, progress=None) -> list[FileResult]:
             results.append(r)
             if progress:
                 progress(i + 1, len(files), p.name)
-        con.execute("commit")
+        if own:
+            con.execute("commit")
     except BaseException:
-        con.execute("rollback")
+        if own:
+            con.execute("rollback")
         raise
     return results
 
@@ -214,7 +223,8 @@ def _columns(con, schema: str, table: str) -> set[str]:
         "and table_name = ?", [schema, table]).fetchall()}
 
 
-def build(con, timings: dict | None = None, model_timings: dict | None = None) -> None:
+def build(con, timings: dict | None = None, model_timings: dict | None = None,
+          transaction: bool = True) -> None:
     """Build staging → intermediate → marts → checks from sql/, in one transaction.
 
     `timings` gets seconds per layer; `model_timings` (optional) seconds per model, keyed
@@ -224,7 +234,7 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None) -
 
     windowed = con.execute("select cfg('day_from') <> '0001-01-01' or cfg('day_to') <> '9999-12-31'"
                            ).fetchone()[0]
-    con.execute("begin transaction")
+    own = _begin(con, transaction)
     try:
         for layer in LAYERS:
             con.execute(f"create schema if not exists {layer}")
@@ -246,7 +256,9 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None) -
                 timings[layer] = timings.get(layer, 0.0) + dt
             if model_timings is not None:
                 model_timings[f"{layer}.{name}"] = dt
-        con.execute("commit")
+        if own:
+            con.execute("commit")
     except BaseException:
-        con.execute("rollback")
+        if own:
+            con.execute("rollback")
         raise
