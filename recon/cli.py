@@ -32,6 +32,17 @@ def _secs(x) -> str:
     return f"{int(x):,}" if x == int(x) else f"{x:,.3f}"
 
 
+def _print_validation(res) -> None:
+    v = res.validation
+    if v is None:
+        return
+    console.print(v.summary(), soft_wrap=True, markup=False)
+    if not v.success:
+        err.print("[red]validation failed:[/red] the marts are written, but critical "
+                  "expectations failed (see marts.validation_results)")
+        raise typer.Exit(1)
+
+
 def print_summary(res) -> None:
     from .pipeline import SUMMARY_METRICS
 
@@ -82,7 +93,9 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
             config: Optional[Path] = typer.Option(None, help="recon TOML (default: INPUT/recon.toml)"),
             day_from: Optional[str] = typer.Option(None, "--from", help="First UTC day (YYYY-MM-DD)"),
             day_to: Optional[str] = typer.Option(None, "--to", help="Last UTC day, inclusive"),
-            verbose: bool = typer.Option(False, "-v", help="Log every quarantined record")):
+            verbose: bool = typer.Option(False, "-v", help="Log every quarantined record"),
+            validate: bool = typer.Option(True, help="Run the Great Expectations suites (a few "
+                                                     "seconds); a critical failure exits 1")):
     """Load every file of a folder, build the marts, print the summary.
 
     Example: recon run --input /data/landing --db data/recon.duckdb --from 2026-06-01 --to 2026-06-01
@@ -93,11 +106,12 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
     try:
         res = run(input, db, config, _day(day_from), _day(day_to),
                   progress=lambda i, n, name: err.print(f"[dim]loaded {i}/{n} {name}[/dim]")
-                  if n > 20 and i % max(1, n // 10) == 0 else None)
+                  if n > 20 and i % max(1, n // 10) == 0 else None, validate=validate)
     except (FileNotFoundError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2)
     print_summary(res)
+    _print_validation(res)
     console.print(f"Warehouse: {res.db}. Next: recon query --db {res.db} "
                   f"\"select * from marts.findings order by amount_at_stake desc\"")
 
@@ -117,8 +131,9 @@ def demo(db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to
         sim(tmp, seed=seed, days=days, nodes=nodes)
         if db.exists():
             db.unlink()
-        res = run(tmp, db)
+        res = run(tmp, db, validate=True)
     print_summary(res)
+    _print_validation(res)
     console.print(f"\nWarehouse written to {db}. Try:\n"
                   f"  uv run recon query --db {db} \"select code, resource_id, day, amount_at_stake, "
                   f"message from marts.findings order by amount_at_stake desc\"")

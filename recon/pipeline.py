@@ -27,6 +27,7 @@ class RunResult:
     staging_quarantined: int = 0
     days: list[dict] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
+    validation: object | None = None  # recon.validate.ValidationReport when validated
 
 
 def find_config(input_dir: Path, config: str | Path | None) -> Config:
@@ -85,8 +86,13 @@ def summarise(con) -> list[dict]:
 
 
 def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str | Path | None = None,
-        day_from: date | None = None, day_to: date | None = None, progress=None) -> RunResult:
-    """Land `input_dir` into `db`, rebuild every model, return the accounting and the summary."""
+        day_from: date | None = None, day_to: date | None = None, progress=None,
+        validate: bool = False) -> RunResult:
+    """Land `input_dir` into `db`, rebuild every model, return the accounting and the summary.
+
+    With `validate`, the Great Expectations suites run on the result (imported only then) and
+    their results land in marts.validation_results; `RunResult.validation` holds the report.
+    """
     input_dir = Path(input_dir)
     cfg = find_config(input_dir, config)
     con = connect(db)
@@ -111,6 +117,14 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
             res.skipped += r.skipped
         res.staging_quarantined = con.execute("select count(*) from staging.quarantine").fetchone()[0]
         res.days = summarise(con)
+        if validate:
+            import uuid
+
+            from .validate import validate as run_validation
+
+            t1 = time.perf_counter()
+            res.validation = run_validation(con, f"cli-{uuid.uuid4().hex[:12]}")
+            res.timings["validation"] = time.perf_counter() - t1
         con.execute("checkpoint")
         return res
     finally:
