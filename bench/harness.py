@@ -159,25 +159,25 @@ def child_run(spec: dict) -> dict:
     day_to = date.fromisoformat(spec["day_to"]) if spec.get("day_to") else None
     orig_load, orig_build = pipeline.load_folder, pipeline.build
 
-    def load_folder(con, folder, progress=None):
+    def load_folder(con, folder, progress=None, **kw):
         reset_hwm()
-        r = orig_load(con, folder, progress=progress)
+        r = orig_load(con, folder, progress=progress, **kw)
         out["rss_mib"]["landing"] = hwm_kib() / 1024
         return r
 
-    def build(con, timings=None):
+    def build(con, timings=None, **kw):
         reset_hwm()
         models: dict = {}
-        try:
-            orig_build(con, timings, models)
-        except TypeError:  # an older build() without per-model timings
-            orig_build(con, timings)
+        orig_build(con, timings, models, **kw)
         out["models"].update(models)
         out["rss_mib"]["build"] = hwm_kib() / 1024
 
     pipeline.load_folder, pipeline.build = load_folder, build
     t1 = time.perf_counter()
-    res = pipeline.run(spec["input"], spec["db"], None, day_from, day_to)
+    try:
+        res = pipeline.run(spec["input"], spec["db"], None, day_from, day_to)
+    finally:  # never leave the wrappers behind (tests call this in-process)
+        pipeline.load_folder, pipeline.build = orig_load, orig_build
     t_run = time.perf_counter() - t1
     tm = res.timings
     st = out["stages"]

@@ -28,13 +28,6 @@ budget as (
     group by all
 ),
 
-capacity as (
-    select r.resource_id, max(n.gpu_capacity) as gpus
-    from staging.stg_k8s__nodes n
-    join intermediate.int_k8s__node_resources r using (cluster, node_name)
-    group by all
-),
-
 startup_budget as (
     select
         'STARTUP_BUDGET_EXCEEDED' as code, 'warning' as severity, b.resource_id,
@@ -49,7 +42,7 @@ startup_budget as (
             || b.gpus || ' GPU(s) before it started for good.' as message
     from budget b
     left join intermediate.int_runpod__pod_rates r on r.pod_id = b.resource_id
-    left join capacity c using (resource_id)
+    left join intermediate.int_resource__gpu_capacity c using (resource_id)
 ),
 
 failed_scheduling as (
@@ -132,7 +125,7 @@ scale_to_zero as (
             || strftime(max(least(l.window_end_at, '2100-01-01'::timestamptz)), '%Y-%m-%dT%H:%M:%SZ') || ').'
     from late_replicas l
     left join intermediate.int_runpod__pod_rates r on r.pod_id = l.resource_id
-    left join capacity c using (resource_id)
+    left join intermediate.int_resource__gpu_capacity c using (resource_id)
     group by l.resource_id, l.cluster, l.scaled_object, l.deactivated_at, l.due_at
 ),
 

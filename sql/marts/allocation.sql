@@ -18,13 +18,6 @@ with segments as (
     select * from intermediate.int_resource__instance_segments
 ),
 
-capacity as (
-    select r.resource_id, max(n.gpu_capacity) as gpus
-    from staging.stg_k8s__nodes n
-    join intermediate.int_k8s__node_resources r using (cluster, node_name)
-    group by all
-),
-
 present as (
     select g.resource_id, g.seg_start, g.day, g.category, g.ms, g.amount_usd, g.expected_usd,
            w.team, w.namespace, w.workload, w.gpus,
@@ -37,7 +30,7 @@ present as (
 
 shares as (
     select p.*, greatest(coalesce(c.gpus, 0), p.held) as total
-    from present p left join capacity c using (resource_id)
+    from present p left join intermediate.int_resource__gpu_capacity c using (resource_id)
 ),
 
 held_pieces as (
