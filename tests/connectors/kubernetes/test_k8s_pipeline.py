@@ -20,7 +20,7 @@ STORES = {"Pod": "pods", "Node": "nodes", "Event": "events", "ScaledJob": "scale
 def _history(k8s_dir):
     """(store, type, object) of the simulated cluster, in the order the API would emit them."""
     out = []
-    for f in sorted(k8s_dir.glob("watch-pods-*.jsonl")):
+    for f in sorted(k8s_dir.glob("*.jsonl")):
         for line in f.read_text().splitlines():
             row = json.loads(line)
             out.append((row["object"]["metadata"]["creationTimestamp"], int(row["object"]["metadata"]["resourceVersion"]),
@@ -35,8 +35,10 @@ def _history(k8s_dir):
             break
         row, i = dec.raw_decode(text, i)
         out.append(("", int(row["object"]["metadata"]["resourceVersion"]), row["type"], row["object"]))
-    for name in ("events.json", "keda.json"):
-        for item in json.loads((k8s_dir / name).read_text())["items"]:
+    for f in sorted(k8s_dir.glob("*.json")):
+        if f.name == "nodes-watch.json":
+            continue
+        for item in json.loads(f.read_text())["items"]:
             out.append(("", 0, "ADDED", item))
     out.sort(key=lambda r: r[1])
     return [(STORES[o["kind"]], t, o) for _, _, t, o in out]

@@ -22,10 +22,8 @@ def _marts(db):
     try:
         # bill_state depends on when each bill was pulled, which differs here by design
         return {m: con.execute(f"select * exclude ({x}) from marts.{m} order by all").fetchall()
-                for m, x in (("resource_day", "bill_state"), ("billed_segments", "amount, seconds"),
-                             ("findings", "message"))} | {
-            m: con.execute(f"select * from marts.{m} order by all").fetchall()
-            for m in ("billed_segments", "findings")}
+                for m, x in (("resource_day", "bill_state"), ("billed_segments", "expected_amount"),
+                             ("findings", "message"))}
     finally:
         con.close()
 
