@@ -30,6 +30,19 @@ CACHE = HERE / ".cache"
 RESULTS = HERE / "results"
 START_DAY = date(2026, 6, 1)
 
+# Children compile imported modules once into bench/.cache/pycache (PYTHONPYCACHEPREFIX) like any
+# installed environment; this machine sets PYTHONDONTWRITEBYTECODE=1 and the venv holds no
+# __pycache__, so without it every process recompiles pandas/GX from source (--cold-imports).
+PYCACHE = CACHE / "pycache"
+
+
+def child_env(cold: bool = False) -> dict:
+    env = dict(CHILD_ENV or os.environ)
+    if not cold:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    return env
+
 
 # ----------------------------------------------------------------------------- small helpers
 
@@ -71,7 +84,7 @@ def git_sha() -> tuple[str, bool]:
         sha = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, text=True,
                              capture_output=True, check=True).stdout.strip()
         dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                                    cwd=ROOT, text=True, capture_output=True).stdout.strip())
+                                    cwd=ROOT, text=True, capture_output=True, check=False).stdout.strip())
         return sha, dirty
     except (OSError, subprocess.CalledProcessError):
         return "nogit", False
@@ -103,6 +116,15 @@ def scale_key(a) -> str:
     return f"n{a.nodes}-s{a.scale:g}-e{a.endpoints}-d{a.days}-seed{a.seed}"
 
 
+def sim_version() -> str:
+    """Hash of the simulator's sources: a changed simulator writes other files, so new cache."""
+    import hashlib
+    h = hashlib.sha256()
+    for p in sorted((ROOT / "recon" / "simulate").glob("*.py")):
+        h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()[:8]
+
+
 def dir_stats(folder: Path) -> dict:
     files = [p for p in folder.rglob("*") if p.is_file()]
     return {"files": len(files), "bytes": sum(p.stat().st_size for p in files)}
@@ -120,7 +142,7 @@ def warm_page_cache(folder: Path) -> None:
 
 def ensure_sim(a) -> Path:
     """Simulate once per parameter set; a `.complete` marker makes the cache crash-safe."""
-    out = CACHE / scale_key(a)
+    out = CACHE / f"{scale_key(a)}-sim{sim_version()}"
     done = out / ".complete"
     if done.exists():
         return out
@@ -132,7 +154,7 @@ def ensure_sim(a) -> Path:
     code = ("import sys; from datetime import date; from recon.simulate import simulate; "
             f"simulate({str(out / 'input')!r}, seed={a.seed}, days={a.days}, nodes={a.nodes}, "
             f"endpoints={a.endpoints}, scale={a.scale}, start_day=date.fromisoformat({START_DAY.isoformat()!r}))")
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, env=CHILD_ENV)
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, env=child_env())
     secs = time.perf_counter() - t0
     # the ground truth is not an input: keep it out of the landing folder
     gt = out / "input" / "expected"
@@ -150,8 +172,7 @@ def child_run(spec: dict) -> dict:
     out: dict = {"stages": {}, "rss_mib": {}, "models": {}}
     t0 = time.perf_counter()
     reset_hwm()
-    import recon.pipeline as pipeline
-    import recon.warehouse as warehouse
+    from recon import pipeline, warehouse
     out["stages"]["import"] = time.perf_counter() - t0
     out["recon_path"] = pipeline.__file__
 
@@ -173,11 +194,19 @@ def child_run(spec: dict) -> dict:
         out["rss_mib"]["build"] = hwm_kib() / 1024
 
     pipeline.load_folder, pipeline.build = load_folder, build
+    orig_connect = pipeline.connect
+    if spec.get("memory_limit"):  # what a DuckDB memory_limit would do (the product sets none)
+        def connect(*args, **kw):
+            con = orig_connect(*args, **kw)
+            con.execute(f"set memory_limit = '{spec['memory_limit']}'")
+            return con
+        pipeline.connect = warehouse.connect = connect
     t1 = time.perf_counter()
     try:
         res = pipeline.run(spec["input"], spec["db"], None, day_from, day_to)
     finally:  # never leave the wrappers behind (tests call this in-process)
         pipeline.load_folder, pipeline.build = orig_load, orig_build
+        pipeline.connect = warehouse.connect = orig_connect
     t_run = time.perf_counter() - t1
     tm = res.timings
     st = out["stages"]
@@ -195,6 +224,8 @@ def child_run(spec: dict) -> dict:
                       "files_unchanged": sum(1 for f in res.files if f.unchanged)}
 
     con = warehouse.connect(spec["db"])
+    if spec.get("memory_limit"):
+        con.execute(f"set memory_limit = '{spec['memory_limit']}'")
     try:
         out["raw_rows"] = dict(con.execute(
             "select 'k8s_objects', count(*) from raw.k8s_objects union all "
@@ -211,7 +242,7 @@ def child_run(spec: dict) -> dict:
         if spec.get("validation", True):
             try:
                 from recon import validate as v
-                fn = getattr(v, "validate")
+                fn = v.validate
             except (ImportError, AttributeError) as e:
                 out["validation_skipped"] = f"recon.validate.validate unavailable: {e}"
             else:
@@ -234,7 +265,7 @@ def child_run(spec: dict) -> dict:
         if spec.get("exports", True):
             try:
                 from recon import exports as ex
-                fn = getattr(ex, "export_day")
+                fn = ex.export_day
             except (ImportError, AttributeError) as e:
                 out["exports_skipped"] = f"recon.exports.export_day unavailable: {e}"
             else:
@@ -324,7 +355,8 @@ def child_main(argv) -> None:
 def spawn(spec: dict) -> dict:
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, str(Path(__file__)), "--child", json.dumps(spec)],
-                       cwd=ROOT, text=True, capture_output=True, env=CHILD_ENV)
+                       cwd=ROOT, text=True, capture_output=True, check=False,
+                       env=child_env(spec.get("cold_imports", False)))
     wall = time.perf_counter() - t0
     line = next((ln for ln in reversed(p.stdout.splitlines()) if ln.startswith("BENCH-RESULT ")),
                 None)
@@ -339,10 +371,12 @@ def spawn(spec: dict) -> dict:
 # ----------------------------------------------------------------------------- fixed costs
 
 def fixed_costs(runs: int, prefect: bool) -> dict:
-    def timed(code: str, env=None) -> float | None:
+    """Interpreter start and imports, each in a fresh process: with compiled bytecode cached
+    (as an installed environment has it) and cold (this machine: nothing compiled, no writes)."""
+    def timed(code: str, env) -> float | None:
         t = time.perf_counter()
-        p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                           env={**env, "PYTHONPATH": str(ROOT)} if CHILD_ENV else env)
+        p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, env=env,
+                           check=False)
         return time.perf_counter() - t if p.returncode == 0 else None
 
     out = {}
@@ -353,16 +387,21 @@ def fixed_costs(runs: int, prefect: bool) -> dict:
         checks["import_great_expectations"] = "import great_expectations"
     if importlib.util.find_spec("prefect"):
         checks["import_prefect"] = "import prefect"
+        checks["import_daily_flow"] = "import flows.daily_reconciliation"
     with tempfile.TemporaryDirectory(prefix="bench-prefect-") as home:
-        env = {**os.environ, "PREFECT_HOME": home, "DO_NOT_TRACK": "1",
-               "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-        for name, code in checks.items():
-            xs = [timed(code, env) for _ in range(runs)]
-            out[name] = {"median": med(xs), "min": spread(xs)[0], "max": spread(xs)[1]}
+        extra = {"PREFECT_HOME": home, "DO_NOT_TRACK": "1",
+                 "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        for cold in (False, True):
+            env = {**child_env(cold), **extra}
+            for name, code in checks.items():
+                timed(code, env)  # compiles into the cache (warm) / warms the page cache
+                xs = [timed(code, env) for _ in range(runs)]
+                key = name + ("_cold" if cold else "")
+                out[key] = {"median": med(xs), "min": spread(xs)[0], "max": spread(xs)[1]}
         if prefect and "import_prefect" in checks:
             # a trivial flow: the temporary local API server, its SQLite migrations, one run
             code = ("from prefect import flow\n@flow\ndef noop():\n    return 1\nnoop()\n")
-            xs = [timed(code, env)]
+            xs = [timed(code, {**child_env(), **extra})]
             out["prefect_trivial_flow_first"] = {"median": xs[0], "min": xs[0], "max": xs[0]}
     return out
 
@@ -445,7 +484,7 @@ def split_days(src: Path, dst: Path) -> list[date]:
 
 def history(a, sim: Path) -> dict:
     """Day 1 vs day N of a daily landing area: same work per day, N-1 days already landed."""
-    hist = CACHE / f"{scale_key(a)}-daily"
+    hist = CACHE / f"{sim.name}-daily"
     if not (hist / ".complete").exists():
         if hist.exists():
             shutil.rmtree(hist)
@@ -480,6 +519,7 @@ def history(a, sim: Path) -> dict:
             r1.append(spawn({"mode": "run", "input": str(land1), "db": str(db),
                              "day_from": first.isoformat(), "day_to": first.isoformat(),
                              "export_day": first.isoformat(), "validation": a.validation,
+                             "cold_imports": a.cold_imports,
                              "exports": a.exports}))
             db.unlink(missing_ok=True)
         # day N: the warehouse already holds days 1..N-1 (landed and built by one earlier run)
@@ -504,6 +544,7 @@ def history(a, sim: Path) -> dict:
             rn.append(spawn({"mode": "run", "input": str(landn), "db": str(db),
                              "day_from": last.isoformat(), "day_to": last.isoformat(),
                              "export_day": last.isoformat(), "validation": a.validation,
+                             "cold_imports": a.cold_imports,
                              "exports": a.exports}))
             for q in linked:
                 q.unlink()
@@ -606,7 +647,7 @@ def print_table(res: dict) -> None:
 
 def derived(res: dict) -> dict:
     st = res["run"]["stages"]
-    g = lambda k: (st.get(k) or {}).get("median")  # noqa: E731
+    g = lambda k: (st.get(k) or {}).get("median")
     recon_after = sum(g(k) or 0 for k in ("staging", "intermediate", "marts"))
     out = {"reconciliation_after_landing_s": recon_after}
     fl = (res.get("floor", {}).get("extract") or {}).get("median")
@@ -647,6 +688,8 @@ def main(argv=None) -> None:
     ap.add_argument("--endpoints", type=int, default=2)
     ap.add_argument("--days", type=int, default=2)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--input", type=Path, help="benchmark this landing folder instead of a "
+                    "simulated one (e.g. the same input across two checkouts)")
     ap.add_argument("--runs", type=int, default=3, help="measured runs (fresh process each)")
     ap.add_argument("--day", help="run for this UTC day only (--from/--to); default: the last "
                     "simulated day when --days 1, else the whole window")
@@ -659,21 +702,32 @@ def main(argv=None) -> None:
     ap.add_argument("--history", action="store_true", help="also compare day 1 with day N of a "
                     "daily landing area (N = --days; the warehouse holds days 1..N-1)")
     ap.add_argument("--history-only", action="store_true")
+    ap.add_argument("--memory-limit", help="run with DuckDB's memory_limit set (e.g. 1GB) on "
+                    "the pipeline's connection: what a cap would cost (the product sets none)")
+    ap.add_argument("--cold-imports", action="store_true", help="runs without cached bytecode "
+                    "(as this machine's environment is set up: every import compiles)")
     ap.add_argument("--label", default="", help="suffix for the results file name")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"))
     a = ap.parse_args(argv)
+    if a.input and (a.history or a.history_only):
+        ap.error("--history simulates its daily landing area: not with --input")
     if a.compare:
         return compare(*a.compare)
 
     sha, dirty = git_sha()
     machine = machine_note()
     machine["loadavg_start"] = machine.pop("loadavg")
-    sim = ensure_sim(a)
-    inp = sim / "input"
-    meta = json.loads((sim / ".complete").read_text())
+    if a.input:
+        sim, inp = a.input.resolve(), a.input.resolve()
+        meta = dir_stats(inp)
+    else:
+        sim = ensure_sim(a)
+        inp = sim / "input"
+        meta = json.loads((sim / ".complete").read_text())
     last_day = START_DAY + timedelta(days=a.days - 1)
     day = a.day or (last_day.isoformat() if a.days == 1 else None)
-    res = {"key": scale_key(a), "sha": sha, "dirty": dirty, "argv": argv, "root": str(ROOT),
+    key = f"input-{inp.parent.name if inp.name == 'input' else inp.name}" if a.input else scale_key(a)
+    res = {"key": key, "sha": sha, "dirty": dirty, "argv": argv, "root": str(ROOT),
            "params": {k: v for k, v in vars(a).items() if k != "compare"},
            "input": {"files": meta["files"], "bytes": meta["bytes"],
                      "simulate_seconds": meta.get("simulate_seconds")},
@@ -688,7 +742,9 @@ def main(argv=None) -> None:
                 runs.append(spawn({"mode": "run", "input": str(inp), "db": str(db),
                                    "day_from": day, "day_to": day,
                                    "export_day": day or last_day.isoformat(),
-                                   "validation": a.validation, "exports": a.exports}))
+                                   "validation": a.validation, "exports": a.exports,
+                                   "cold_imports": a.cold_imports,
+                                   "memory_limit": a.memory_limit}))
                 db.unlink(missing_ok=True)
                 Path(str(db) + ".wal").unlink(missing_ok=True)
                 st = runs[-1]["stages"]
@@ -719,7 +775,7 @@ def main(argv=None) -> None:
     machine["loadavg"] = os.getloadavg()
     res["machine"] = machine
     RESULTS.mkdir(parents=True, exist_ok=True)
-    name = f"{sha}{'-dirty' if dirty else ''}-{scale_key(a)}{'-' + a.label if a.label else ''}.json"
+    name = f"{sha}{'-dirty' if dirty else ''}-{key}{'-' + a.label if a.label else ''}.json"
     (RESULTS / name).write_text(json.dumps(res, indent=1, default=str))
     if "run" in res:
         print_table(res)

@@ -84,9 +84,7 @@ def _mutate(rng, doc, kind):
         path = rng.choice(PATHS[kind])
         cur = doc
         for k in path[:-1]:
-            if isinstance(cur, dict) and isinstance(cur.get(k), (dict, list)):
-                cur = cur[k]
-            elif isinstance(cur, list) and isinstance(k, int) and len(cur) > k:
+            if isinstance(cur, dict) and isinstance(cur.get(k), (dict, list)) or isinstance(cur, list) and isinstance(k, int) and len(cur) > k:
                 cur = cur[k]
             else:
                 cur = None
@@ -105,6 +103,9 @@ def _lines(kind, seed, n=400):
     rng = random.Random(seed)
     make = {"watch": _watch, "job": _job, "workers": _workers}[kind]
     out = [json.dumps(make(rng, 0))]  # the first line decides the fast path's mode
+    big = make(rng, 0)
+    big["note"] = "x" * 9000  # longer than the test's chunk: the buffer grows
+    out.append(json.dumps(big))
     for i in range(1, n):
         r = rng.random()
         if r < 0.45:
@@ -120,6 +121,36 @@ def _lines(kind, seed, n=400):
         else:
             out.append(rng.choice(TEXT_MUTATIONS)(json.dumps(make(rng, i))))
     return out
+
+
+def _lists(folder, seed):
+    """Kubernetes List documents: items mutated, and whole documents that are not plain Lists."""
+    rng = random.Random(seed)
+    items = [_pod(f"l{i}", str(i)) for i in range(60)]
+    for i in range(0, 60, 3):
+        items[i] = _mutate(rng, {"object": items[i]}, "watch").get("object") \
+            if rng.random() < 0.5 else rng.choice(ODD_VALUES)
+    lst = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+           "items": items}
+    variants = {
+        "list": lst,
+        "list-no-apiversion": {k: v for k, v in lst.items() if k != "apiVersion"},
+        "list-null-apiversion": {**lst, "apiVersion": None},
+        "list-watch-keys": {**lst, "type": None, "object": None},
+        "list-type-only": {**lst, "type": "ADDED"},
+        "list-ground-truth": {**lst, "kind": "recon.GroundTruth"},
+        "list-health": {**lst, "x_recon": {"endpoint": "/v2/serverless/x/health"}},
+        "list-xrecon": {**lst, "x_recon": {"endpoint": "/api/v1/events"}},
+        "list-balance": {**lst, "data": {"myself": {"clientBalance": 1}}},
+        "list-items-not-list": {**lst, "items": {"a": 1}},
+    }
+    for name, doc in variants.items():
+        (folder / f"{name}.json").write_text(json.dumps(doc, indent=1))
+    text = json.dumps(lst, indent=2)
+    (folder / "list-nan.json").write_text(text.replace('"resourceVersion": ""', '"x": NaN', 1))
+    (folder / "list-trailing-comma.json").write_text(text.replace("\n  ]", ",\n  ]", 1))
+    (folder / "list-two-docs.json").write_text(text + "\n" + text)
+    (folder / "list-garbage.json").write_text(text + " x")
 
 
 def _snapshot(con):
@@ -141,8 +172,10 @@ def _land(folder, db, fast: bool, monkeypatch):
     with monkeypatch.context() as m:
         if not fast:
             m.setattr("recon.warehouse.land_jsonl", lambda con, p, d: None)
-        else:  # small chunks: lines and files cross chunk boundaries
+            m.setattr("recon.warehouse.land_list", lambda con, p, d: None)
+        else:  # small chunks: lines and files cross chunk boundaries; every List through DuckDB
             m.setattr(load_mod, "FAST_CHUNK", 4096)
+            m.setattr(load_mod, "LIST_MIN_BYTES", 0)
         con = connect(db)
         try:
             load_folder(con, folder)
@@ -163,6 +196,10 @@ def test_fast_jsonl_landing_equals_the_python_reader(tmp_path, monkeypatch, seed
         (folder / f"{kind}-crlf.jsonl").write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
     bad = (folder / "watch.jsonl").read_bytes().replace(b'"c1"', b'"c\xff1"', 3)  # not UTF-8
     (folder / "watch-latin1.jsonl").write_bytes(bad)
+    late = (folder / "watch.jsonl").read_bytes()
+    late = late[:len(late) // 2] + late[len(late) // 2:].replace(b'"c1"', b'"c\xff1"', 1)
+    (folder / "watch-latin1-late.jsonl").write_bytes(late)
+    _lists(folder, seed)
     slow = _land(tmp_path / "in", tmp_path / "slow.duckdb", False, monkeypatch)
     fast = _land(tmp_path / "in", tmp_path / "fast.duckdb", True, monkeypatch)
     assert sum(len(v) for v in slow.values()) > 1000
@@ -233,3 +270,62 @@ def test_harness_child_reports_every_stage(tmp_path):
     assert r["records"]["in"] == r["records"]["loaded"] + r["records"]["skipped"] > 0
     f = h.child_floor({"input": str(tmp_path / "sim")})
     assert f["scan"] > 0 and f["extract"] > 0
+
+
+def test_staging_reads_each_field_like_the_arrow_operators(tmp_path):
+    """Staging parses each document once (json_transform to a struct); on odd documents the
+    fields must still be what `doc ->> '$.path'` (the per-field form it replaced) returns."""
+    from recon.config import load_config
+    from recon.warehouse import build, write_config
+
+    rng = random.Random(11)
+    con = connect(tmp_path / "s.duckdb")
+    pods, jobs = [], []
+    for i in range(400):
+        p = _pod(f"p{i % 150}", rng.choice(["", str(i), "x"]))
+        m = p["metadata"]
+        for key, holder in (("namespace", m), ("name", m), ("creationTimestamp", m),
+                            ("deletionTimestamp", m), ("deletionGracePeriodSeconds", m),
+                            ("labels", m), ("nodeName", p["spec"]), ("phase", p["status"])):
+            if rng.random() < 0.3:
+                holder[key] = rng.choice(ODD_VALUES + ["2026-06-01T11:00:00Z", "30"])
+        if rng.random() < 0.1:
+            p["metadata"] = rng.choice(ODD_VALUES)
+        pods.append(("f", i, "l", "c", "ADDED", "Pod", f"p{i % 150}",
+                     m.get("resourceVersion", "") if isinstance(m, dict) else "", None,
+                     json.dumps(p)))
+        j = _job(rng, i)
+        for key in ("id", "endpointId", "delayTime", "executionTime", "completedAt", "workerId"):
+            if rng.random() < 0.2:
+                j[key] = rng.choice(ODD_VALUES + ["2026-06-01T10:01:00Z", "12"])
+        jobs.append(("f", i, "l", json.dumps(j)))
+    con.executemany("insert into raw.k8s_objects values (?, ?, ?, ?, ?, ?, ?, ?, ?, json(?))",
+                    pods)
+    con.executemany("insert into raw.serverless_jobs (source_file, record_no, locator, doc) "
+                    "values (?, ?, ?, json(?))", jobs)
+    write_config(con, load_config(None), None, None)
+    build(con)
+    bad = con.execute("""
+        select count(*) from staging.stg_k8s__pods s join raw.k8s_objects r using (source_file, record_no)
+        where s.namespace is distinct from r.doc ->> '$.metadata.namespace'
+           or s.pod_name is distinct from r.doc ->> '$.metadata.name'
+           or s.node_name is distinct from r.doc ->> '$.spec.nodeName'
+           or s.phase is distinct from r.doc ->> '$.status.phase'
+           or s.created_at is distinct from try_cast(r.doc ->> '$.metadata.creationTimestamp' as timestamptz)
+           or s.deletion_grace_seconds is distinct from
+              try_cast(r.doc ->> '$.metadata.deletionGracePeriodSeconds' as bigint)
+           or s.labels::varchar is distinct from (r.doc -> '$.metadata.labels')::varchar""").fetchone()[0]
+    assert bad == 0
+    kept = con.execute("select count(*) from raw.k8s_objects where try_cast(doc ->> "
+                       "'$.metadata.creationTimestamp' as timestamptz) is not null").fetchone()[0]
+    assert 0 < con.execute("select count(*) from staging.stg_k8s__pods").fetchone()[0] <= kept
+    bad = con.execute("""
+        with once as (select * from raw.serverless_jobs qualify count(*) over (
+                          partition by doc ->> '$.id', doc ->> '$.endpointId') = 1)
+        select count(*) from staging.stg_runpod__jobs s join once r
+          on s.job_id = r.doc ->> '$.id' and s.endpoint_id = r.doc ->> '$.endpointId'
+        where s.delay_ms is distinct from try_cast(r.doc ->> '$.delayTime' as bigint)
+           or s.worker_id is distinct from r.doc ->> '$.workerId'
+           or s.completed_at is distinct from try_cast(r.doc ->> '$.completedAt' as timestamptz)""").fetchone()[0]
+    assert bad == 0
+    con.close()

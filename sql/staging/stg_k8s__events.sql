@@ -1,8 +1,21 @@
 -- grain: one row per Event object (cluster, event_uid), core/v1 and events.k8s.io/v1 unified.
 -- Scheduler and KEDA events often carry only eventTime: fall back eventTime → lastTimestamp →
 -- metadata.creationTimestamp (reference/kubernetes-lifecycle.md).
-with source as (
-    select * from raw.k8s_objects where kind = 'Event'
+-- Each document is parsed once (json_transform into a struct), not once per field.
+with source as materialized (
+    select
+        cluster, uid, resource_version, source_file, record_no,
+        json_transform(doc, '{
+            "involvedObject": {"kind": "VARCHAR", "namespace": "VARCHAR", "name": "VARCHAR", "uid": "VARCHAR"},
+            "regarding": {"kind": "VARCHAR", "namespace": "VARCHAR", "name": "VARCHAR", "uid": "VARCHAR"},
+            "reason": "VARCHAR", "message": "VARCHAR", "note": "VARCHAR", "type": "VARCHAR",
+            "count": "VARCHAR", "series": {"count": "VARCHAR", "lastObservedTime": "VARCHAR"},
+            "firstTimestamp": "VARCHAR", "deprecatedFirstTimestamp": "VARCHAR", "eventTime": "VARCHAR",
+            "lastTimestamp": "VARCHAR", "deprecatedLastTimestamp": "VARCHAR",
+            "metadata": {"creationTimestamp": "VARCHAR"}
+        }') as j
+    from raw.k8s_objects
+    where kind = 'Event'
 ),
 
 unified as (
@@ -10,26 +23,25 @@ unified as (
         cluster,
         uid as event_uid,
         resource_version,
-        coalesce(doc ->> '$.involvedObject.kind', doc ->> '$.regarding.kind') as object_kind,
-        coalesce(doc ->> '$.involvedObject.namespace', doc ->> '$.regarding.namespace') as object_namespace,
-        coalesce(doc ->> '$.involvedObject.name', doc ->> '$.regarding.name') as object_name,
-        coalesce(doc ->> '$.involvedObject.uid', doc ->> '$.regarding.uid') as object_uid,
-        doc ->> '$.reason' as reason,
-        coalesce(doc ->> '$.message', doc ->> '$.note') as message,
-        doc ->> '$.type' as event_type,
-        coalesce(try_cast(doc ->> '$.count' as bigint), try_cast(doc ->> '$.series.count' as bigint), 1)
-            as event_count,
+        coalesce(j.involvedObject.kind, j.regarding.kind) as object_kind,
+        coalesce(j.involvedObject.namespace, j.regarding.namespace) as object_namespace,
+        coalesce(j.involvedObject.name, j.regarding.name) as object_name,
+        coalesce(j.involvedObject.uid, j.regarding.uid) as object_uid,
+        j.reason as reason,
+        coalesce(j.message, j.note) as message,
+        j.type as event_type,
+        coalesce(try_cast(j.count as bigint), try_cast(j.series.count as bigint), 1) as event_count,
         coalesce(
-            try_cast(doc ->> '$.firstTimestamp' as timestamptz),
-            try_cast(doc ->> '$.deprecatedFirstTimestamp' as timestamptz),
-            try_cast(doc ->> '$.eventTime' as timestamptz),
-            try_cast(doc ->> '$.metadata.creationTimestamp' as timestamptz)) as first_at,
+            try_cast(j.firstTimestamp as timestamptz),
+            try_cast(j.deprecatedFirstTimestamp as timestamptz),
+            try_cast(j.eventTime as timestamptz),
+            try_cast(j.metadata.creationTimestamp as timestamptz)) as first_at,
         coalesce(
-            try_cast(doc ->> '$.eventTime' as timestamptz),
-            try_cast(doc ->> '$.series.lastObservedTime' as timestamptz),
-            try_cast(doc ->> '$.lastTimestamp' as timestamptz),
-            try_cast(doc ->> '$.deprecatedLastTimestamp' as timestamptz),
-            try_cast(doc ->> '$.metadata.creationTimestamp' as timestamptz)) as last_at,
+            try_cast(j.eventTime as timestamptz),
+            try_cast(j.series.lastObservedTime as timestamptz),
+            try_cast(j.lastTimestamp as timestamptz),
+            try_cast(j.deprecatedLastTimestamp as timestamptz),
+            try_cast(j.metadata.creationTimestamp as timestamptz)) as last_at,
         source_file,
         record_no
     from source

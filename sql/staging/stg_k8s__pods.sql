@@ -1,41 +1,56 @@
 -- grain: one row per distinct Pod version (cluster, pod_uid, resource_version).
 -- Renames and casts only; the main container is the first one with a GPU limit (else the first).
-with source as (
-    select * from raw.k8s_objects where kind = 'Pod'
+-- Each document is parsed once (json_transform into a struct), not once per field; metadata is
+-- kept as JSON and read again (small) so that labels stay JSON null when the document says null.
+with source as materialized (
+    select
+        cluster, uid, event_type, source_file, record_no,
+        coalesce(nullif(resource_version, ''), md5(doc::varchar)) as resource_version,
+        json_transform(doc, '{
+            "metadata": "JSON",
+            "spec": {"nodeName": "VARCHAR",
+                     "containers": [{"name": "VARCHAR", "resources": {"limits": "JSON", "requests": "JSON"},
+                                     "startupProbe": {"periodSeconds": "BIGINT", "failureThreshold": "BIGINT",
+                                                      "initialDelaySeconds": "BIGINT"}}]},
+            "status": {"startTime": "VARCHAR", "phase": "VARCHAR",
+                       "conditions": [{"type": "VARCHAR", "status": "VARCHAR",
+                                       "lastTransitionTime": "TIMESTAMPTZ", "reason": "VARCHAR"}],
+                       "containerStatuses": [{"name": "VARCHAR", "restartCount": "BIGINT",
+                            "started": "BOOLEAN", "ready": "BOOLEAN",
+                            "state": {"running": {"startedAt": "TIMESTAMPTZ"},
+                                      "terminated": {"startedAt": "TIMESTAMPTZ", "finishedAt": "TIMESTAMPTZ",
+                                                     "reason": "VARCHAR", "exitCode": "BIGINT"}},
+                            "lastState": {"terminated": {"startedAt": "TIMESTAMPTZ", "finishedAt": "TIMESTAMPTZ",
+                                                         "reason": "VARCHAR", "exitCode": "BIGINT"}}}]}
+        }') as j
+    from raw.k8s_objects
+    where kind = 'Pod'
 ),
 
 typed as (
     select
         cluster,
         uid as pod_uid,
-        coalesce(nullif(resource_version, ''), md5(doc::varchar)) as resource_version,
+        resource_version,
         event_type,
         source_file,
         record_no,
-        doc ->> '$.metadata.namespace' as namespace,
-        doc ->> '$.metadata.name' as pod_name,
-        doc ->> '$.spec.nodeName' as node_name,
-        try_cast(doc ->> '$.metadata.creationTimestamp' as timestamptz) as created_at,
-        try_cast(doc ->> '$.metadata.deletionTimestamp' as timestamptz) as deletion_at,
-        try_cast(doc ->> '$.metadata.deletionGracePeriodSeconds' as bigint) as deletion_grace_seconds,
-        try_cast(doc ->> '$.status.startTime' as timestamptz) as kubelet_started_at,
-        doc ->> '$.status.phase' as phase,
-        doc -> '$.metadata.labels' as labels,
-        json_transform(doc -> '$.status.conditions',
-            '[{"type":"VARCHAR","status":"VARCHAR","lastTransitionTime":"TIMESTAMPTZ","reason":"VARCHAR"}]'
-        ) as conditions,
-        json_transform(doc -> '$.spec.containers',
-            '[{"name":"VARCHAR","resources":{"limits":"JSON","requests":"JSON"},
-               "startupProbe":{"periodSeconds":"BIGINT","failureThreshold":"BIGINT","initialDelaySeconds":"BIGINT"}}]'
-        ) as containers,
-        json_transform(doc -> '$.status.containerStatuses',
-            '[{"name":"VARCHAR","restartCount":"BIGINT","started":"BOOLEAN","ready":"BOOLEAN",
-               "state":{"running":{"startedAt":"TIMESTAMPTZ"},
-                        "terminated":{"startedAt":"TIMESTAMPTZ","finishedAt":"TIMESTAMPTZ","reason":"VARCHAR","exitCode":"BIGINT"}},
-               "lastState":{"terminated":{"startedAt":"TIMESTAMPTZ","finishedAt":"TIMESTAMPTZ","reason":"VARCHAR","exitCode":"BIGINT"}}}]'
-        ) as container_statuses
-    from source
-    where try_cast(doc ->> '$.metadata.creationTimestamp' as timestamptz) is not null
+        m[1] as namespace,
+        m[2] as pod_name,
+        j.spec.nodeName as node_name,
+        try_cast(m[3] as timestamptz) as created_at,
+        try_cast(m[4] as timestamptz) as deletion_at,
+        try_cast(m[5] as bigint) as deletion_grace_seconds,
+        try_cast(j.status.startTime as timestamptz) as kubelet_started_at,
+        j.status.phase as phase,
+        json_extract(j.metadata, '$.labels') as labels,
+        j.status.conditions as conditions,
+        j.spec.containers as containers,
+        j.status.containerStatuses as container_statuses
+    from (select *, json_extract_string(j.metadata, ['$.namespace', '$.name', '$.creationTimestamp',
+                                                     '$.deletionTimestamp', '$.deletionGracePeriodSeconds']) as m
+          from source)
+    where try_cast(m[3] as timestamptz) is not null
 ),
 
 with_main as (

@@ -1,23 +1,37 @@
 -- grain: one row per serverless job record (endpoint_id, job_id), as the submitter recorded /status.
-with source as (
-    select * from raw.serverless_jobs
+-- Each document is parsed once (json_transform into a struct), not once per field.
+with source as materialized (
+    select
+        source_file,
+        record_no,
+        json_transform(doc, '{"endpointId": "VARCHAR", "id": "VARCHAR", "workerId": "VARCHAR",
+            "status": "VARCHAR", "delayTime": "VARCHAR", "executionTime": "VARCHAR",
+            "submittedAt": "VARCHAR", "completedAt": "VARCHAR"}') as j
+    from raw.serverless_jobs
+),
+
+typed as (
+    select
+        j.endpointId as endpoint_id,
+        j.id as job_id,
+        j.workerId as worker_id,
+        j.status as status,
+        try_cast(j.delayTime as bigint) as delay_ms,
+        try_cast(j.executionTime as bigint) as execution_ms,
+        try_cast(j.submittedAt as timestamptz) as submitted_at,
+        try_cast(j.completedAt as timestamptz) as completed_at,
+        source_file,
+        record_no
+    from source
 ),
 
 final as (
     select
-        doc ->> '$.endpointId' as endpoint_id,
-        doc ->> '$.id' as job_id,
-        doc ->> '$.workerId' as worker_id,
-        doc ->> '$.status' as status,
-        try_cast(doc ->> '$.delayTime' as bigint) as delay_ms,
-        try_cast(doc ->> '$.executionTime' as bigint) as execution_ms,
-        try_cast(doc ->> '$.submittedAt' as timestamptz) as submitted_at,
-        try_cast(doc ->> '$.completedAt' as timestamptz) as completed_at,
-        try_cast(doc ->> '$.completedAt' as timestamptz)
-            - to_milliseconds(coalesce(try_cast(doc ->> '$.executionTime' as bigint), 0)) as execution_started_at
-    from source
-    where try_cast(doc ->> '$.completedAt' as timestamptz) is not null
-    qualify row_number() over (partition by doc ->> '$.endpointId', doc ->> '$.id'
+        endpoint_id, job_id, worker_id, status, delay_ms, execution_ms, submitted_at, completed_at,
+        completed_at - to_milliseconds(coalesce(execution_ms, 0)) as execution_started_at
+    from typed
+    where completed_at is not null
+    qualify row_number() over (partition by endpoint_id, job_id
                                order by source_file desc, record_no desc) = 1
 )
 
