@@ -1,7 +1,6 @@
 import json
 import os
 from decimal import Decimal
-from pathlib import Path
 
 import duckdb
 import pytest

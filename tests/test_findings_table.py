@@ -3,7 +3,6 @@
 from datetime import timedelta
 from decimal import Decimal
 
-import pytest
 
 from engine.build import World, t
 

@@ -2,7 +2,6 @@
 
 from decimal import Decimal
 
-import pytest
 
 def dec(x):
     return Decimal(str(x))

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from recon.pipeline import run
-from recon.warehouse import connect, load_folder
+from recon.warehouse import connect
 
 
 def pod(uid, rv, *, node=None, conditions=(), statuses=None, created="2026-06-01T10:00:00Z",
