@@ -17,7 +17,7 @@ from pathlib import Path
 
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import NO_CACHE
+from prefect.cache_policies import INPUTS, NO_CACHE
 
 try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.daily_reconciliation`
     from flows.common import (
@@ -46,7 +46,10 @@ MAX_TABLE_ROWS = 5000  # a table artifact is JSON in the Prefect database: keep 
 
 # ------------------------------------------------------------------------------------- tasks
 @task(retries=3, retry_delay_seconds=[60, 300, 900], retry_jitter_factor=0.2,
-      retry_condition_fn=retry_transient, tags=[RUNPOD_TAG], cache_policy=NO_CACHE)
+      retry_condition_fn=retry_transient, tags=[RUNPOD_TAG],
+      # keyed on its inputs (landing dir, window, base url): a rerun within the hour skips a
+      # pull that finished; later runs pull again, since recent buckets get restated
+      cache_policy=INPUTS, cache_expiration=timedelta(hours=1))
 def pull_provider_window(landing_dir: str, start: date, end: date,
                          base_url: str | None = None) -> dict:
     """Pull Runpod hourly billing for the UTC days [start, end] into the landing area.

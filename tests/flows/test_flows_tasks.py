@@ -164,3 +164,24 @@ def test_collect_kubernetes_lists_a_cluster_from_a_kubeconfig(tmp_path):
     assert list(snap["clusters"]) == ["c1"]
     assert snap["clusters"]["c1"]["pods"]["written"] >= 1 and any(
         "trainer-0" in p.read_text() for p in (tmp_path / "landing").rglob("*") if p.is_file())
+
+
+def test_a_rerun_skips_a_finished_pull(no_key, monkeypatch, fake_runpod, tmp_path):
+    from prefect import flow
+
+    from flows.daily_reconciliation import pull_provider_window
+
+    monkeypatch.setenv("RUNPOD_API_KEY", KEY)
+
+    @flow
+    def twice():
+        a = pull_provider_window(str(tmp_path), date(2026, 5, 31), date(2026, 6, 1),
+                                 base_url=fake_runpod.base_url)
+        n = len(fake_runpod.served)
+        b = pull_provider_window(str(tmp_path), date(2026, 5, 31), date(2026, 6, 1),
+                                 base_url=fake_runpod.base_url)
+        return a, b, n, len(fake_runpod.served)
+
+    a, b, after_first, after_second = twice()
+    assert after_first > 0 and after_second == after_first  # the second call came from the cache
+    assert a == b
