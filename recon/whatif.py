@@ -1,12 +1,12 @@
 """`recon whatif`: re-price the observed tails and serverless idle under other settings.
 
-Model (stated in every output): a compute session's tail after its last task would have been
+Model: a compute session's tail after its last task would have been
 min(observed tail, cooldown + scale-down delay) under the new settings — a shorter cooldown
-cuts the tail, never the work; a serverless worker session's idle after its last request would
-have been the new idle timeout instead of the observed one (a shorter timeout can add cold
-starts for requests that would have found a warm worker: counted from the gaps between a
-worker's requests that exceed the new timeout, each costing one observed median cold start).
-Savings are attributed to the workload whose finish started the tail, or to the endpoint.
+cuts the tail, never the work; each serverless worker session's idle after its last request
+would have been the new idle timeout instead of the configured one (idle beyond the timeout is
+kept: it is not the setting's doing). Not modelled: the extra cold starts a shorter idle timeout
+can cause for requests that would have found a warm worker, so serverless savings are an upper
+bound. Savings are attributed to the workload whose finish started the tail, or to the endpoint.
 """
 
 from __future__ import annotations
@@ -55,11 +55,9 @@ from s join last_pod l using (session_id) join amounts a using (session_id)
 IDLE_SQL = """
 select w.endpoint_id, count(*) as sessions,
        sum(w.idle_timeout_ms) / 1000.0 as timeout_s,
-       any_value(e.idle_ms) / 1000.0 as idle_s, any_value(e.rate_per_second) as rate,
-       any_value(e.between_ms) as between_ms
+       any_value(e.idle_ms) / 1000.0 as idle_s, any_value(e.rate_per_second) as rate
 from intermediate.int_serverless__worker_sessions w
-join (select endpoint_id, sum(idle_ms) as idle_ms, any_value(rate_per_second) as rate_per_second,
-             0 as between_ms
+join (select endpoint_id, sum(idle_ms) as idle_ms, any_value(rate_per_second) as rate_per_second
       from intermediate.int_serverless__endpoint_days where day between ? and ? group by all) e
   using (endpoint_id)
 where w.day between ? and ?
@@ -81,7 +79,7 @@ def whatif(con, day_from, day_to, cooldown_s: int | None = None, grace_s: int | 
             per_s = tail_usd / Decimal(str(billed_s)) if billed_s else Decimal(0)
             out.append(Saving(team, ns, wl, rid, "tail", tail_s, new, (tail_s - new) * per_s))
     if idle_timeout_s is not None:
-        for ep, sessions, timeout_s, idle_s, rate, _ in con.execute(
+        for ep, sessions, timeout_s, idle_s, rate in con.execute(
                 IDLE_SQL, [day_from, day_to, day_from, day_to]).fetchall():
             observed_post = Decimal(str(timeout_s))  # the post-request idle the timeout explains
             new_post = Decimal(idle_timeout_s) * sessions

@@ -133,8 +133,6 @@ activity_without_billing as (
     left join (select distinct pod_id as resource_id, cast(date_trunc('day', bucket_start) as date) as day
                from intermediate.int_runpod__pod_buckets where compute_ms > 0 or compute_usd > 0) b
       on b.resource_id = w.resource_id and b.day = w.day
-    left join (select distinct resource_id from intermediate.int_resource__compute_sessions) known
-      on known.resource_id = w.resource_id
     where b.resource_id is null
     group by w.resource_id, w.day
 ),
