@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 
 from .config import Config, is_config_file
+from .incremental import StagingState
 from .ingest.load import (
     TABLES, FileResult, arrow_bad, arrow_rows, land_jsonl, land_list, read_file, sha256_of,
 )
@@ -250,11 +251,24 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
     try:
         for layer in LAYERS:
             con.execute(f"create schema if not exists {layer}")
+        staged = StagingState(con)
+        last_staging = [n for layer, n, _ in sql_models() if layer == "staging"][-1]
+        existing = {r[0] for r in con.execute(
+            "select table_name from information_schema.tables where table_schema = 'staging'"
+        ).fetchall()}
         for layer, name, path in sql_models():
             t0 = time.perf_counter()
             body = path.read_text(encoding="utf-8").strip().rstrip(";")
             try:
-                if windowed and layer == "marts" and "day" in _columns(con, layer, name):
+                mode = staged.mode(name, body, name in existing) if layer == "staging" else "full"
+                if mode == "keep":
+                    pass
+                elif mode == "delta":
+                    staged.merge(f"{layer}.{name}", body)
+                elif layer == "staging":
+                    con.execute(f"create or replace table {layer}.{name} as\n{body}")
+                    staged.built(name, body)
+                elif windowed and layer == "marts" and "day" in _columns(con, layer, name):
                     # a run for a window replaces that window and keeps the other days
                     con.execute(f"delete from {layer}.{name} where day between "
                                 f"cfg('day_from')::date and cfg('day_to')::date")
@@ -268,6 +282,8 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
                 timings[layer] = timings.get(layer, 0.0) + dt
             if model_timings is not None:
                 model_timings[f"{layer}.{name}"] = dt
+            if layer == "staging" and name == last_staging:
+                staged.finish()
         if own:
             con.execute("commit")
     except BaseException:

@@ -1,5 +1,6 @@
 -- grain: one row per raw record that staging could not use, with the reason.
 -- Together with the staging tables, this accounts for every landed raw row (checks/accounting).
+-- incremental: append
 with pods as (
     select source_file, record_no, locator, 'Pod metadata.creationTimestamp is not a timestamp: '
            || coalesce(doc ->> '$.metadata.creationTimestamp', 'null') as reason, doc::varchar as record

@@ -1,4 +1,5 @@
 -- grain: one row per distinct Node version (cluster, node_uid, resource_version).
+-- incremental: key (cluster, node_uid, resource_version) order (source_file, record_no)
 with source as (
     select * from raw.k8s_objects where kind = 'Node'
 ),

@@ -2,6 +2,7 @@
 -- Renames and casts only; the main container is the first one with a GPU limit (else the first).
 -- Each document is parsed once (json_transform into a struct), not once per field; metadata is
 -- kept as JSON and read again (small) so that labels stay JSON null when the document says null.
+-- incremental: key (cluster, pod_uid, resource_version) order (source_file, record_no)
 with source as materialized (
     select
         cluster, uid, event_type, source_file, record_no,

@@ -1,5 +1,6 @@
 -- grain: one row per serverless job record (endpoint_id, job_id), as the submitter recorded /status.
 -- Each document is parsed once (json_transform into a struct), not once per field.
+-- incremental: key (endpoint_id, job_id) order (source_file desc, record_no desc)
 with source as materialized (
     select
         source_file,
@@ -28,7 +29,8 @@ typed as (
 final as (
     select
         endpoint_id, job_id, worker_id, status, delay_ms, execution_ms, submitted_at, completed_at,
-        completed_at - to_milliseconds(coalesce(execution_ms, 0)) as execution_started_at
+        completed_at - to_milliseconds(coalesce(execution_ms, 0)) as execution_started_at,
+        source_file, record_no
     from typed
     where completed_at is not null
     qualify row_number() over (partition by endpoint_id, job_id

@@ -1,5 +1,6 @@
 -- grain: one row per pod and billing bucket, from v2 (/v2/billing/pods) and saved v1 arrays.
 -- v2 carries amounts only; v1 carries billed compute milliseconds. The latest pull of a bucket wins.
+-- incremental: key (pod_id, bucket_start) order (pulled_at desc nulls last, source_file desc, record_no desc)
 with v2 as (
     select
         doc ->> '$.podId' as pod_id,

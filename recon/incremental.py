@@ -1,0 +1,126 @@
+"""Incremental staging: parse only the raw rows of newly landed files.
+
+A staging model whose SQL carries a header line
+
+    -- incremental: key (<columns>) order (<order by list>)
+    -- incremental: append
+
+is a per-row transform of `raw.*` rows, deduplicated at the end by
+`qualify row_number() over (partition by <key> order by <order>) = 1` (or not at all: append).
+Such a model is kept between runs. A run that only added files parses just those files' raw
+rows (the model's SQL with every `raw.<t>` read through a view of the new files' rows) and
+merges them: rows of the same key, old and new, compete again under the model's own order, so
+the table equals a full rebuild. `meta.staged_files` records which landed files (by sha256) the
+staging tables reflect, `meta.staged_models` the SQL each incremental model was built with.
+
+A full rebuild happens when the model's SQL changed, when its table is missing, or when a file
+the staging tables reflect was replaced or removed (its rows may have won a key another file
+also holds: only a rebuild can tell the new winner). Staging costs then grow with the day's new
+files, not with history (bench/README.md, "Day 30 vs day 1").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+INCREMENTAL = re.compile(r"^-- incremental: (?:key \((?P<key>[^)]*)\) order \((?P<order>.*)\)|(?P<append>append))\s*$",
+                         re.M)
+RAW_REF = re.compile(r"\braw\.([a-z_]+)\b")
+META_DDL = [
+    "create schema if not exists meta",
+    "create table if not exists meta.staged_files (source_file varchar primary key, sha256 varchar)",
+    "create table if not exists meta.staged_models (model varchar primary key, sql_sha256 varchar)",
+]
+
+
+@dataclass(frozen=True)
+class Spec:
+    key: tuple[str, ...] | None  # None: append
+    order: str | None
+
+
+def spec_of(sql: str) -> Spec | None:
+    m = INCREMENTAL.search(sql)
+    if not m:
+        return None
+    if m.group("append"):
+        return Spec(None, None)
+    return Spec(tuple(c.strip() for c in m.group("key").split(",")), m.group("order").strip())
+
+
+def sql_hash(sql: str) -> str:
+    return hashlib.sha256(sql.encode()).hexdigest()
+
+
+class StagingState:
+    """What the staging tables reflect, and which files a run added since."""
+
+    def __init__(self, con):
+        self.con = con
+        for stmt in META_DDL:
+            con.execute(stmt)
+        self.landed = dict(con.execute("select source_file, sha256 from raw.files").fetchall())
+        staged = dict(con.execute("select source_file, sha256 from meta.staged_files").fetchall())
+        self.models = dict(con.execute("select model, sql_sha256 from meta.staged_models").fetchall())
+        self.stale = sorted(f for f, h in staged.items() if self.landed.get(f) != h)
+        self.new = sorted(f for f in self.landed if f not in staged)
+        self._views: set[str] = set()
+
+    def mode(self, name: str, sql: str, exists: bool) -> str:
+        """`full`, `delta` (merge the new files' rows) or `keep` (nothing new)."""
+        spec = spec_of(sql)
+        if spec is None or not exists or self.stale or self.models.get(name) != sql_hash(sql):
+            return "full"
+        return "delta" if self.new else "keep"
+
+    def delta_sql(self, sql: str) -> str:
+        """The model's SQL reading only the rows of the newly landed files."""
+        def view(m: re.Match) -> str:
+            table = m.group(1)
+            name = f"_recon_delta_{table}"
+            if name not in self._views:
+                files = ", ".join("'" + f.replace("'", "''") + "'" for f in self.new)
+                self.con.execute(f"create or replace temp view {name} as "
+                                 f"select * from raw.{table} where source_file in ({files})")
+                self._views.add(name)
+            return name
+        return RAW_REF.sub(view, sql)
+
+    def merge(self, table: str, sql: str) -> None:
+        """Merge the delta of `sql` into `table` (e.g. `staging.stg_k8s__pods`)."""
+        spec = spec_of(sql)
+        con = self.con
+        con.execute(f"create or replace temp table _recon_delta as\n{self.delta_sql(sql)}")
+        try:
+            if spec.key is None:
+                con.execute(f"insert into {table} by name select * from _recon_delta")
+                return
+            on = " and ".join(f"t.{k} is not distinct from d.{k}" for k in spec.key)
+            con.execute(f"create or replace temp table _recon_rivals as "
+                        f"select t.* from {table} t semi join _recon_delta d on {on}")
+            if con.execute("select count(*) from _recon_rivals").fetchone()[0]:
+                con.execute(f"delete from {table} where rowid in "
+                            f"(select t.rowid from {table} t semi join _recon_delta d on {on})")
+                source = "(select * from _recon_rivals union all by name select * from _recon_delta)"
+            else:
+                source = "_recon_delta"
+            con.execute(f"insert into {table} by name select * from {source} qualify row_number() "
+                        f"over (partition by {', '.join(spec.key)} order by {spec.order}) = 1")
+        finally:
+            con.execute("drop table if exists _recon_delta")
+            con.execute("drop table if exists _recon_rivals")
+
+    def built(self, name: str, sql: str) -> None:
+        if spec_of(sql) is not None:
+            self.con.execute("insert or replace into meta.staged_models values (?, ?)",
+                             [name, sql_hash(sql)])
+
+    def finish(self) -> None:
+        """The staging tables now reflect every landed file."""
+        con = self.con
+        con.execute("delete from meta.staged_files")
+        con.execute("insert into meta.staged_files select source_file, sha256 from raw.files")
+        for v in self._views:
+            con.execute(f"drop view if exists {v}")
