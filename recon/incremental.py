@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 INCREMENTAL = re.compile(r"^-- incremental: (?:key \((?P<key>[^)]*)\) order \((?P<order>.*)\)|(?P<append>append))\s*$",
                          re.M)
-RAW_REF = re.compile(r"\braw\.([a-z_]+)\b")
+RAW_REF = re.compile(r"\braw\.([a-z0-9_]+)\b")
 META_DDL = [
     "create schema if not exists meta",
     "create table if not exists meta.staged_files (source_file varchar primary key, sha256 varchar)",

@@ -2,6 +2,7 @@
 
 import importlib.util
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -167,4 +168,21 @@ def test_records_repeated_in_a_later_file_compete_like_a_full_rebuild(daily, tmp
     assert won > 0
     assert con.execute("select count(*) from staging.stg_runpod__jobs where execution_ms = 1234"
                        ).fetchone()[0] == len(changed)
+    con.close()
+
+
+def test_the_delta_reads_no_raw_table_directly(tmp_path):
+    """Every `raw.<table>` of an incremental model is read through the new files' view."""
+    from recon.incremental import StagingState
+
+    con = connect(tmp_path / "d.duckdb")
+    state = StagingState(con)
+    state.new = ["/x/new-file.jsonl"]
+    for layer, name, path in sql_models():
+        body = path.read_text()
+        if layer == "staging" and spec_of(body):
+            delta = state.delta_sql(body)
+            assert not re.search(r"\braw\.", delta), name
+            assert "_recon_delta_" in delta, name
+            con.execute(f"select * from ({delta}) limit 0")  # binds
     con.close()
