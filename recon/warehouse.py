@@ -23,7 +23,7 @@ from .ingest.load import (
 
 log = logging.getLogger(__name__)
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
-LAYERS = ("staging", "intermediate", "marts", "checks")
+LAYERS = ("staging", "scope", "intermediate", "marts", "checks")
 
 RAW_DDL = [
     "create schema if not exists raw",
@@ -236,9 +236,33 @@ def _columns(con, schema: str, table: str) -> set[str]:
         "and table_name = ?", [schema, table]).fetchall()}
 
 
+WINDOW = re.compile(r"^-- window: key \((?P<key>[^)]*)\) where (?P<where>.*)$", re.M)
+SCOPE_BEFORE = re.compile(r"^-- scope: before\b", re.M)
+
+
+def build_order(windowed: bool) -> list[tuple[str, str, Path]]:
+    """The models a run builds, in order. A windowed run builds sql/scope/ after staging (and
+    after the intermediate models marked `-- scope: before`, which the scope reads); a full run
+    skips sql/scope/."""
+    models = sql_models()
+    if not windowed:
+        return [m for m in models if m[0] != "scope"]
+    before = [m for m in models if m[0] == "intermediate" and SCOPE_BEFORE.search(m[2].read_text())]
+    rest = [m for m in models if m[0] not in ("staging", "scope") and m not in before]
+    return ([m for m in models if m[0] == "staging"] + before
+            + [m for m in models if m[0] == "scope"] + rest)
+
+
 def build(con, timings: dict | None = None, model_timings: dict | None = None,
           transaction: bool = True) -> None:
     """Build staging → intermediate → marts → checks from sql/, in one transaction.
+
+    Staging is incremental (`recon.incremental`). A windowed run (config day_from/day_to, from
+    `--from/--to`) builds sql/scope/ — staging cut to what the window's days depend on — and
+    the intermediate models and marts read `scope.<model>` wherever one exists instead of
+    `staging.<model>`; marts with a `day` column then replace only the window's days, and a mart
+    with a `-- window: key (…) where …` header replaces only the rows the predicate selects.
+    Intermediate tables hold the last run's scope.
 
     `timings` gets seconds per layer; `model_timings` (optional) seconds per model, keyed
     `<layer>.<name>` (the benchmark harness reads it, e.g. `marts.findings`).
@@ -247,34 +271,28 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
 
     windowed = con.execute("select cfg('day_from') <> '0001-01-01' or cfg('day_to') <> '9999-12-31'"
                            ).fetchone()[0]
+    order = build_order(windowed)
+    scoped = {n for layer, n, _ in order if layer == "scope"}
     own = _begin(con, transaction)
     try:
         for layer in LAYERS:
             con.execute(f"create schema if not exists {layer}")
+        if not windowed:
+            con.execute("drop schema if exists scope cascade")
         staged = StagingState(con)
-        last_staging = [n for layer, n, _ in sql_models() if layer == "staging"][-1]
+        last_staging = [n for layer, n, _ in order if layer == "staging"][-1]
         existing = {r[0] for r in con.execute(
             "select table_name from information_schema.tables where table_schema = 'staging'"
         ).fetchall()}
-        for layer, name, path in sql_models():
+        for layer, name, path in order:
             t0 = time.perf_counter()
             body = path.read_text(encoding="utf-8").strip().rstrip(";")
+            if windowed and layer in ("intermediate", "marts") and not SCOPE_BEFORE.search(body):
+                body = re.sub(r"\bstaging\.([a-z0-9_]+)\b",
+                              lambda m: f"scope.{m.group(1)}" if m.group(1) in scoped else m.group(0),
+                              body)
             try:
-                mode = staged.mode(name, body, name in existing) if layer == "staging" else "full"
-                if mode == "keep":
-                    pass
-                elif mode == "delta":
-                    staged.merge(f"{layer}.{name}", body)
-                elif layer == "staging":
-                    con.execute(f"create or replace table {layer}.{name} as\n{body}")
-                    staged.built(name, body)
-                elif windowed and layer == "marts" and "day" in _columns(con, layer, name):
-                    # a run for a window replaces that window and keeps the other days
-                    con.execute(f"delete from {layer}.{name} where day between "
-                                f"cfg('day_from')::date and cfg('day_to')::date")
-                    con.execute(f"insert into {layer}.{name} by name\n{body}")
-                else:
-                    con.execute(f"create or replace table {layer}.{name} as\n{body}")
+                _build_one(con, staged, layer, name, body, name in existing, windowed)
             except duckdb.Error as e:
                 raise RuntimeError(f"{path.relative_to(SQL_DIR.parent)}: {e}") from None
             dt = time.perf_counter() - t0
@@ -290,3 +308,41 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
         if own:
             con.execute("rollback")
         raise
+
+
+def _build_one(con, staged: StagingState, layer: str, name: str, body: str, exists: bool,
+               windowed: bool) -> None:
+    table = f"{layer}.{name}"
+    if layer == "staging":
+        mode = staged.mode(name, body, exists)
+        if mode == "delta":
+            staged.merge(table, body)
+        elif mode == "full":
+            con.execute(f"create or replace table {table} as\n{body}")
+            staged.built(name, body)
+        return
+    if not (windowed and layer == "marts"):
+        con.execute(f"create or replace table {table} as\n{body}")
+        return
+    # a run for a window replaces that window's days (or, for a mart without a day, the rows
+    # its `-- window:` predicate selects) and keeps the rest
+    columns = [d[0] for d in con.execute(f"select * from (\n{body}\n) limit 0").description]
+    window = WINDOW.search(body)
+    if "day" in columns:
+        key, where = None, "day between cfg('day_from')::date and cfg('day_to')::date"
+    elif window:
+        key, where = [k.strip() for k in window.group("key").split(",")], window.group("where")
+    else:
+        raise RuntimeError(f"{table}: a mart needs a day column or a `-- window:` header")
+    con.execute(f"create or replace temp table _recon_window as select * from (\n{body}\n) where {where}")
+    if not _columns(con, layer, name):
+        con.execute(f"create table {table} as select * from _recon_window")
+    elif key is None:
+        con.execute(f"delete from {table} where {where}")
+        con.execute(f"insert into {table} by name select * from _recon_window")
+    else:
+        on = " and ".join(f"t.{k} is not distinct from n.{k}" for k in key)
+        con.execute(f"delete from {table} where rowid in "
+                    f"(select t.rowid from {table} t semi join _recon_window n on {on})")
+        con.execute(f"insert into {table} by name select * from _recon_window")
+    con.execute("drop table _recon_window")

@@ -3,15 +3,8 @@
 -- `provisional` when the latest pull came before the bucket ended + settlement_lag_hours (or
 -- while it was still in progress), else `settled`. Saved files with no pull time are `settled`.
 with lines as (
-    select
-        case source when 'v2_pods' then 'instance' when 'v2_serverless' then 'serverless'
-             else 'network_volume' end as resource_kind,
-        coalesce(doc ->> '$.podId', doc ->> '$.serverlessId', doc ->> '$.networkVolumeId') as resource_id,
-        try_cast(doc ->> '$.startTime' as timestamptz) as bucket_start,
-        try_cast(doc ->> '$.endTime' as timestamptz) as bucket_end,
-        try_cast(doc ->> '$.totalAmount' as decimal(38, 12)) as amount,
-        try_cast(pulled_at as timestamptz) as pulled_at
-    from raw.runpod_billing
+    select resource_kind, resource_id, start_time as bucket_start, bucket_end, total_amount as amount, pulled_at
+    from staging.stg_runpod__bill_lines
     where source in ('v2_pods', 'v2_serverless', 'v2_network_volumes')
 ),
 

@@ -1,12 +1,8 @@
 -- grain: one row per finding about the bill itself: DUPLICATE_BILLING, RATE_MISMATCH,
 -- BILLED_EXCEEDS_RUNTIME. Columns as marts.findings before ids.
 with lines as (
-    select
-        doc ->> '$.podId' as pod_id,
-        try_cast(coalesce(doc ->> '$.startTime', doc ->> '$.time') as timestamptz) as bucket_start,
-        try_cast(coalesce(doc ->> '$.totalAmount', doc ->> '$.amount') as decimal(38, 12)) as amount,
-        source_file, locator
-    from raw.runpod_billing
+    select resource_id as pod_id, bucket_start, amount, source_file, locator
+    from staging.stg_runpod__bill_lines
     where source in ('v2_pods', 'v1_pods')
 ),
 

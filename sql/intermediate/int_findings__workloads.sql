@@ -76,7 +76,10 @@ unschedulable as (
     from pending p
     join intermediate.int_resource__compute_sessions s
       on s.start_at < p.pending_until and s.end_at > p.first_at
-    group by p.namespace, p.pod_name, p.first_at, p.pending_until, p.attempts, p.message
+    -- only GPU nodes of the pod's own cluster could have taken it
+    semi join intermediate.int_k8s__node_resources r
+      on r.resource_id = s.resource_id and r.cluster is not distinct from p.cluster
+    group by p.cluster, p.namespace, p.pod_name, p.first_at, p.pending_until, p.attempts, p.message
 ),
 
 bad_spec as (

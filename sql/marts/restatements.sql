@@ -1,13 +1,8 @@
 -- grain: one row per pull that changed a bill bucket: what it was, what it became, when.
 with lines as (
-    select
-        coalesce(doc ->> '$.podId', doc ->> '$.serverlessId', doc ->> '$.networkVolumeId') as resource_id,
-        try_cast(doc ->> '$.startTime' as timestamptz) as bucket_start,
-        try_cast(doc ->> '$.totalAmount' as decimal(38, 12)) as amount,
-        try_cast(pulled_at as timestamptz) as pulled_at,
-        source_file
-    from raw.runpod_billing
-    where source in ('v2_pods', 'v2_serverless', 'v2_network_volumes') and pulled_at is not null
+    select resource_id, start_time as bucket_start, total_amount as amount, pulled_at, source_file
+    from staging.stg_runpod__bill_lines
+    where source in ('v2_pods', 'v2_serverless', 'v2_network_volumes') and has_pull_time
 ),
 
 versions as (

@@ -1,4 +1,5 @@
 -- grain: one row per Kubernetes pod (cluster, pod_uid), GPU or not.
+-- window: key (cluster, pod_uid) where created_at < cfg('day_to')::date + 1 and coalesce(task_finished_at, deleted_at, '2100-01-01'::timestamptz) >= cfg('day_from')::date
 with final as (
     select
         w.cluster, w.pod_uid, w.namespace, w.pod_name, w.workload, w.node_name, r.resource_id, w.team,

@@ -1,0 +1,12 @@
+-- grain: as staging.stg_k8s__events, for the window: events seen in it, and every event about a
+-- pod in scope.stg_k8s__pods (its Scheduled event may be older).
+with final as (
+    select e.*
+    from staging.stg_k8s__events e
+    cross join scope.window w
+    where (e.last_at >= w.lo and e.first_at < w.hi)
+       or exists (select 1 from scope.stg_k8s__pods p
+                  where p.cluster is not distinct from e.cluster and p.pod_uid = e.object_uid)
+)
+
+select * from final

@@ -1,0 +1,19 @@
+-- grain: as staging.stg_runpod__jobs, for the window: every job of a worker that completed a job
+-- in it or started in it (a worker session's cold start, gaps and rounding span all its jobs).
+with workers as (
+    select distinct endpoint_id, worker_id
+    from staging.stg_runpod__jobs cross join scope.window w
+    where completed_at >= w.lo and completed_at < w.hi and worker_id is not null
+    union
+    select endpoint_id, worker_id
+    from staging.stg_runpod__workers cross join scope.window w
+    where started_at >= w.lo and started_at < w.hi
+),
+
+final as (
+    select j.*
+    from staging.stg_runpod__jobs j
+    semi join workers k on k.endpoint_id is not distinct from j.endpoint_id and k.worker_id = j.worker_id
+)
+
+select * from final
