@@ -1,0 +1,218 @@
+"""Large tables are validated in DuckDB with GX on a small batch (`recon.validate._Pushdown`).
+
+Differential tests: the same data validated by a full read (`pushdown_min_rows=None`) and by the
+pushdown (`pushdown_min_rows=0`) must give the same `marts.validation_results` rows — success,
+observed value, unexpected count and the message naming the sample rows. On the clean simulated
+warehouse, and on a synthetic table with the edge cases: NULL and NaN, decimals at a bound,
+duplicates far apart, more unexpected rows than the sample, row conditions, every ignore_row_if,
+expectations without an SQL form. (Every seeded failure of tests/test_expectations.py is compared
+both ways there.)
+"""
+
+import json
+import shutil
+
+import duckdb
+import pytest
+
+import recon.validate as V
+from recon.validate import load_suites, validate
+
+TABLE_SUITES = {s.name for s in load_suites() if s.table}
+
+
+def rows(report):
+    return [r[1:9] for r in report.rows]  # without run_id and checked_at
+
+
+def both(con, session, **kw):
+    full = validate(con, "full", session=session, write=False, pushdown_min_rows=None, **kw)
+    pushed = validate(con, "pushed", session=session, write=False, pushdown_min_rows=0, **kw)
+    assert set(full.paths.values()) == {"full"}
+    return full, pushed
+
+
+@pytest.fixture(scope="module")
+def gx_session():
+    return V.GxSession()
+
+
+@pytest.fixture(scope="module")
+def wh(sim_run, tmp_path_factory):
+    db = tmp_path_factory.mktemp("pushdown") / "recon.duckdb"
+    shutil.copy(sim_run["db"], db)
+    con = duckdb.connect(str(db))
+    con.execute("set TimeZone = 'UTC'")
+    yield con
+    con.close()
+
+
+def test_clean_warehouse_same_results_both_ways(wh, gx_session):
+    full, pushed = both(wh, gx_session)
+    assert rows(pushed) == rows(full)
+    assert full.success and pushed.success
+    assert pushed.paths == {s: ("pushdown" if s in TABLE_SUITES else "full") for s in full.paths}
+
+
+# ---------------------------------------------------------------- a synthetic table
+
+N = 5000
+EDGE_TABLE = f"""
+create table main.edge as
+select i as id,
+       case when i % 997 = 13 then null else 'k' || (i % 2500) end as key,        -- duplicates 2500 apart
+       case when i in (4000, 4998) then 'dup' else 'u' || i end as uniq,          -- one pair, far apart
+       case when i % 50 = 7 then null else ['p', 'q', 'r'][1 + i % 3] end as kind,
+       case when i % 41 = 0 then 'x' when i % 3 = 0 then null else 'p' end as label,
+       case when i % 400 = 11 then 'nan'::double when i % 333 = 5 then null
+            else (i % 17) - 3.5 end::double as v,
+       case when i % 9 = 0 then null else (i % 11) - 2 end::double as w,
+       case when i = 4321 then 9999999.99999999999 when i = 4322 then 9999999.999999999
+            when i = 4323 then -10000000.000000000001 when i = 4324 then -9999999.99999999999
+            when i = 4325 then -1234.000000000001 else i * 0.001 end::decimal(38, 12) as amount,
+       case when i % 600 = 1 then null else (i % 5) - 1 end::hugeint as gpus,
+       timestamptz '2026-06-01 00:00:00+00' + to_seconds(i) as t0,
+       case when i % 700 = 3 then null
+            else timestamptz '2026-06-01 00:00:00+00' + to_seconds(i + (i % 13) - 1) end as t1,
+       case when i % 1111 = 0 then null else '{{"i": ' || i || '}}' end::json as doc,
+       case when i % 123 = 0 then 'F-bad' else 'F-' || lpad(printf('%x', i), 16, '0') end as finding_id
+from range({N}) r(i)
+"""
+
+EXPECTATIONS = [
+    ("expect_column_values_to_not_be_null", {"column": "key"}),
+    ("expect_column_values_to_not_be_null", {"column": "v"}),  # NaN is missing too
+    ("expect_column_values_to_not_be_null", {"column": "doc"}),
+    ("expect_column_values_to_not_be_null", {"column": "key", "row_condition": {
+        "type": "comparison", "column": {"name": "kind"}, "operator": "!=", "parameter": "q"}}),
+    ("expect_column_values_to_not_be_null", {"column": "label", "row_condition": {
+        "type": "and", "conditions": [
+            {"type": "comparison", "column": {"name": "kind"}, "operator": "==", "parameter": "p"},
+            {"type": "nullity", "column": {"name": "v"}, "is_null": False}]}}),
+    ("expect_column_values_to_be_unique", {"column": "uniq"}),
+    ("expect_column_values_to_be_unique", {"column": "key"}),
+    ("expect_compound_columns_to_be_unique", {"column_list": ["key", "kind"]}),
+    ("expect_compound_columns_to_be_unique", {"column_list": ["key", "label"],
+                                              "ignore_row_if": "any_value_is_missing"}),
+    ("expect_compound_columns_to_be_unique", {"column_list": ["kind", "label"], "ignore_row_if": "never"}),
+    ("expect_column_values_to_be_in_set", {"column": "kind", "value_set": ["p", "q"]}),
+    ("expect_column_values_to_be_in_set", {"column": "gpus", "value_set": [0, 1, 2, 3]}),
+    ("expect_column_values_to_be_between", {"column": "v", "min_value": -3}),
+    ("expect_column_values_to_be_between", {"column": "w", "min_value": -2, "max_value": 7.5,
+                                            "strict_min": True, "strict_max": True}),
+    ("expect_column_values_to_be_between", {"column": "amount", "min_value": -1e7, "max_value": 1e7,
+                                            "strict_min": True, "strict_max": True}),
+    ("expect_column_values_to_be_between", {"column": "gpus", "min_value": 0, "row_condition": {
+        "type": "comparison", "column": {"name": "label"}, "operator": "==", "parameter": "p"}}),
+    ("expect_column_values_to_be_between", {"column": "id", "max_value": N}),
+    ("expect_column_pair_values_a_to_be_greater_than_b", {
+        "column_A": "t1", "column_B": "t0", "or_equal": True, "ignore_row_if": "either_value_is_missing"}),
+    ("expect_column_pair_values_a_to_be_greater_than_b", {
+        "column_A": "t1", "column_B": "t0", "or_equal": False, "ignore_row_if": "neither",
+        "row_condition": {"type": "comparison", "column": {"name": "kind"}, "operator": "==", "parameter": "q"}}),
+    ("expect_column_pair_values_a_to_be_greater_than_b", {"column_A": "v", "column_B": "w"}),
+    ("expect_column_pair_values_a_to_be_greater_than_b", {
+        "column_A": "amount", "column_B": "gpus", "ignore_row_if": "neither",
+        "row_condition": {"type": "nullity", "column": {"name": "label"}, "is_null": True}}),
+    ("expect_column_pair_values_to_be_in_set", {
+        "column_A": "kind", "column_B": "label", "ignore_row_if": "neither",
+        "value_pairs_set": [["p", "p"], ["q", "p"], ["r", "p"], ["p", None]]}),
+    ("expect_column_pair_values_to_be_in_set", {
+        "column_A": "label", "column_B": "kind", "value_pairs_set": [["p", "p"], ["p", "q"]]}),
+    ("expect_table_row_count_to_equal", {"value": N}),
+    ("expect_table_row_count_to_be_between", {"min_value": 1, "max_value": 10}),
+    # no SQL form here: run on a read of their own columns, in the same suite
+    ("expect_column_values_to_match_regex", {"column": "finding_id", "regex": "^F-[0-9a-f]{16}$"}),
+    ("expect_column_values_to_not_be_null", {"column": "label", "mostly": 0.5}),
+]
+
+
+def write_suite(path, expectations, name="main.edge", row_key=("id",)):
+    path.joinpath(f"{name}.json").write_text(json.dumps({
+        "name": name, "meta": {"table": name, "row_key": list(row_key)},
+        "expectations": [{"type": t, "kwargs": kw, "meta": {"severity": "critical"}}
+                         for t, kw in expectations]}))
+
+
+@pytest.fixture
+def edge(tmp_path):
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    con.execute(EDGE_TABLE)
+    write_suite(tmp_path, EXPECTATIONS)
+    yield con, tmp_path
+    con.close()
+
+
+def test_edge_cases_same_results_both_ways(edge, gx_session):
+    con, suite_dir = edge
+    full, pushed = both(con, gx_session, suite_dir=suite_dir)
+    assert pushed.paths == {"main.edge": "pushdown"}
+    got, want = rows(pushed), rows(full)
+    assert [r[:2] for r in got] == [r[:2] for r in want]
+    for g, w in zip(got, want, strict=True):
+        assert g == w
+    # the data does exercise the cases: most expectations fail, several beyond the sample size
+    by_label = {f"{r[1]}({r[2] or ''})": r for r in got}
+    assert sum(not r[3] for r in got) >= 20
+    assert by_label["expect_column_values_to_be_unique(uniq)"][5] == 2
+    assert "uniq=dup" in by_label["expect_column_values_to_be_unique(uniq)"][7]
+    assert sum((r[5] or 0) > V.SAMPLE for r in got) >= 8
+    assert any(r[7] and " more" in r[7] for r in got)
+    amount = by_label["expect_column_values_to_be_between(amount)"]
+    # |x| < 1e7 as decimals, but pandas gets 1e7 (DuckDB's double(unscaled) / 10^12, which is not
+    # cast(x as double)) for 9999999.99999999999, 9999999.999999999 and -9999999.99999999999
+    assert amount[5] == 4, amount
+
+
+def test_pushdown_batch_is_small_and_gx_really_runs(edge, gx_session, monkeypatch):
+    con, suite_dir = edge
+    con.execute(f"insert into main.edge select e.* replace (id + {N} * k as id, null as key) "
+                "from main.edge e, range(1, 40) t(k)")  # 200,000 rows, 80,000+ without a key
+    seen = []
+    real_run = V.GxSession.run
+
+    def run(self, suite, df):
+        seen.append((len(suite.expectations), len(df)))
+        return real_run(self, suite, df)
+
+    monkeypatch.setattr(V.GxSession, "run", run)
+    report = validate(con, "big", session=gx_session, suite_dir=suite_dir, write=False)
+    assert report.paths == {"main.edge": "pushdown"}
+    n_row_checks = len(EXPECTATIONS) - 4  # two table counts, two without an SQL form
+    batch = next(n for k, n in seen if k == n_row_checks)
+    assert batch <= V.CHECK_BLOCKS * V.CHECK_BLOCK_ROWS + 2 * V.SAMPLE * n_row_checks
+    nn_key = next(r for r in report.rows if r[2:4] == ("expect_column_values_to_not_be_null", "key"))
+    assert nn_key[6] == con.execute("select count(*) from main.edge where key is null").fetchone()[0] > 80_000
+    assert f"of {40 * N} rows fail" in nn_key[8]
+    count = next(r for r in report.rows if r[2] == "expect_table_row_count_to_equal")
+    assert (count[4], count[5]) == (False, str(40 * N))
+
+
+def test_disagreement_falls_back_to_a_full_read(edge, gx_session, monkeypatch, caplog):
+    """If the SQL translation were wrong on a row GX also sees, the suite is read whole instead."""
+    con, suite_dir = edge
+    write_suite(suite_dir, [("expect_column_values_to_be_between", {"column": "id", "max_value": 100})])
+    real_check = V._Pushdown.check
+
+    def wrong(self, index, exp):  # a translation that misses every unexpected row
+        c = real_check(self, index, exp)
+        c.bad = "false"
+        return c
+
+    monkeypatch.setattr(V._Pushdown, "check", wrong)
+    report = validate(con, "t", session=gx_session, suite_dir=suite_dir, write=False, pushdown_min_rows=0)
+    assert report.paths == {"main.edge": "full"}
+    assert "disagree" in caplog.text
+    assert [f.unexpected_count for f in report.critical_failures] == [N - 101]
+
+
+def test_small_tables_and_views_read_whole(edge, gx_session):
+    con, suite_dir = edge
+    con.execute("create view main.edge_view as select * from main.edge")
+    write_suite(suite_dir, [("expect_column_values_to_not_be_null", {"column": "key"})], name="main.edge_view")
+    report = validate(con, "t", session=gx_session, suite_dir=suite_dir, write=False,
+                      pushdown_min_rows=N + 1)
+    assert report.paths == {"main.edge": "full", "main.edge_view": "full"}
+    report = validate(con, "t", session=gx_session, suite_dir=suite_dir, write=False, pushdown_min_rows=N)
+    assert report.paths == {"main.edge": "pushdown", "main.edge_view": "full"}
