@@ -8,8 +8,9 @@ Real semantics where clients depend on them, so that the official Python client 
   carries the same ``metadata.resourceVersion``; continue tokens expire (410 ``Expired``);
 * ``watch=true`` from a ``resourceVersion`` (unset/"0": synthetic ADDED for current objects),
   ``allowWatchBookmarks``, ``timeoutSeconds``, ``sendInitialEvents``; chunked transfer, one
-  JSON event per line; a bounded history window: a too-old resourceVersion gets an in-stream
-  ``ERROR`` 410; DELETED events carry the deletion's resourceVersion;
+  JSON event per line; a bounded history window (``history_limit`` versions, like etcd
+  compaction): a too-old resourceVersion gets an in-stream ``ERROR`` 410; DELETED events carry
+  the deletion's resourceVersion;
 * core/v1 Events are also served as events.k8s.io/v1 Events (one store, two views);
 * discovery (``/api``, ``/apis``, ``/api/v1``, ``/apis/<group>/<version>``, ``/version``);
   openapi answers 404.
@@ -22,7 +23,14 @@ optionally compacting history), :meth:`drop_watches` (connection cut inside an e
 
 Mutations (:meth:`create`, :meth:`update`, :meth:`delete`, :meth:`pod_step`,
 :meth:`emit_event`) can be made while watches are open; every version produced is recorded in
-:attr:`produced` so tests can compare what a client landed with what the server produced.
+:attr:`produced` so tests can compare what a client landed with what the server produced
+(``record_produced=False`` for long benchmarks: it grows by one tuple per version).
+
+A watch wake-up costs O(new versions) whatever the history size: the history is a list
+searched by resourceVersion (bisect); a watch takes at most ``WATCH_BATCH`` versions per hold
+of the lock, then serialises and sends them after releasing it, in one write. Versions are
+stored once, not copied (a stored object is never changed in place: every mutation makes a new
+object). :meth:`FakeKubeAPI.watch_lag` lets a producer stay within its slowest watch's window.
 """
 
 from __future__ import annotations
@@ -35,7 +43,8 @@ import sys
 import threading
 import time
 import uuid
-from collections import OrderedDict, deque
+from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -43,6 +52,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
+
+WATCH_BATCH = 512  # versions taken from the history per hold of the lock
 
 
 def now_rfc3339(offset_seconds: float = 0) -> str:
@@ -153,12 +164,49 @@ class _HistoryEntry:
     obj: dict
 
 
+class _History:
+    """Versions in resourceVersion order, the oldest dropped beyond a limit. A list with a
+    moving head (amortised O(1) append and trim), so that a watch finds its position by bisect
+    instead of scanning everything it has already seen."""
+
+    def __init__(self) -> None:
+        self._entries: list[_HistoryEntry] = []
+        self._head = 0
+
+    def __len__(self) -> int:
+        return len(self._entries) - self._head
+
+    def __iter__(self):
+        return iter(self._entries[self._head :])
+
+    def append(self, entry: _HistoryEntry) -> None:
+        self._entries.append(entry)
+
+    def popleft(self) -> _HistoryEntry:
+        entry = self._entries[self._head]
+        self._head += 1
+        if self._head >= 4096 and self._head * 2 >= len(self._entries):
+            del self._entries[: self._head]
+            self._head = 0
+        return entry
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._head = 0
+
+    def after(self, rv: int, limit: int) -> tuple[list[_HistoryEntry], bool]:
+        """Up to ``limit`` entries with a resourceVersion > ``rv``; True if that is all."""
+        start = bisect_right(self._entries, rv, lo=self._head, key=lambda e: e.rv)
+        return self._entries[start : start + limit], start + limit >= len(self._entries)
+
+
 @dataclass(eq=False)
 class _Watch:
     store: str
     namespace: str | None
     gone: bool = False
     drop: bool = False
+    pos: int = 0  # every version up to this one has been sent (or is not for this watch)
 
 
 @dataclass
@@ -223,8 +271,10 @@ class FakeKubeAPI:
         continue_ttl: float = 300.0,
         default_watch_timeout: int = 1800,
         start_rv: int = 1000,
+        record_produced: bool = True,
     ) -> None:
         self.history_limit, self.bookmark_interval = history_limit, bookmark_interval
+        self.record_produced = record_produced
         self.continue_ttl, self.default_watch_timeout = continue_ttl, default_watch_timeout
         self.latency = 0.0
         self.resources = default_resources()
@@ -233,7 +283,7 @@ class FakeKubeAPI:
         self.requests: list[tuple[str, dict[str, str], float]] = []  # (path, query, monotonic)
         self._rv = start_rv
         self._floor = start_rv  # a watch can resume from any rv >= floor
-        self._history: deque[_HistoryEntry] = deque()
+        self._history = _History()
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._watches: set[_Watch] = set()
@@ -291,12 +341,14 @@ class FakeKubeAPI:
             return self._rv
 
     def _record(self, store: str, etype: str, obj: dict) -> None:
-        """Append to history (caller holds the lock) and wake watches."""
-        self._history.append(_HistoryEntry(self._rv, store, etype, copy.deepcopy(obj)))
+        """Append to history (caller holds the lock) and wake watches. ``obj`` is stored as
+        it is: no stored object is changed in place (every mutation makes a new object)."""
+        self._history.append(_HistoryEntry(self._rv, store, etype, obj))
         while len(self._history) > self.history_limit:
             self._floor = self._history.popleft().rv
-        meta = obj["metadata"]
-        self.produced[store].append((etype, meta["uid"], meta["resourceVersion"]))
+        if self.record_produced:
+            meta = obj["metadata"]
+            self.produced[store].append((etype, meta["uid"], meta["resourceVersion"]))
         self._cond.notify_all()
 
     def _def_for_store(self, store: str) -> ResourceDef:
@@ -356,15 +408,19 @@ class FakeKubeAPI:
         with self._cond:
             obj = self.objects[store].pop(key)
             self._rv += 1
-            obj["metadata"]["resourceVersion"] = str(self._rv)  # the deletion's version
+            # the deletion's version, on a new object (the stored one is in the history)
+            obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self._rv)}}
             self._record(store, "DELETED", obj)
             return copy.deepcopy(obj)
 
-    def replay(self, store: str, etype: str, obj: dict) -> dict:
+    def replay(self, store: str, etype: str, obj: dict, *, owned: bool = False) -> dict:
         """Apply a recorded version as it was (uid, timestamps, status kept); only the
-        resourceVersion is this server's. Used to serve simulator or captured histories."""
+        resourceVersion is this server's. Used to serve simulator or captured histories.
+        ``owned=True``: the caller hands ``obj`` over and never touches it again (no copies;
+        ``obj`` itself is returned), for producers of millions of versions."""
         rdef = self._def_for_store(store)
-        obj = copy.deepcopy(obj)
+        if not owned:
+            obj = copy.deepcopy(obj)
         meta = obj["metadata"]
         key = (meta.get("namespace", "default") if rdef.namespaced else "", meta["name"])
         with self._cond:
@@ -375,7 +431,15 @@ class FakeKubeAPI:
             else:
                 self.objects[store][key] = obj
             self._record(store, etype, obj)
-            return copy.deepcopy(obj)
+            return obj if owned else copy.deepcopy(obj)
+
+    def watch_lag(self, store: str | None = None) -> int | None:
+        """Versions produced but not yet sent by the slowest open watch (of ``store``); None
+        if no such watch is open. A producer that keeps this under ``history_limit`` never
+        pushes a watch out of the window (410)."""
+        with self._lock:
+            lags = [self._rv - w.pos for w in self._watches if store is None or w.store == store]
+            return max(lags) if lags else None
 
     def versions(self, store: str) -> set[tuple[str, str]]:
         """Every (uid, resourceVersion) produced in ``store``."""
@@ -816,9 +880,12 @@ class FakeKubeAPI:
         h.end_headers()
         w = _Watch(rdef.store, namespace)
 
-        def send(event: dict) -> None:
+        def frame(event: dict) -> bytes:
             data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
-            h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            return b"%x\r\n%s\r\n" % (len(data), data)
+
+        def send(event: dict) -> None:
+            h.wfile.write(frame(event))
 
         def end() -> None:
             h.wfile.write(b"0\r\n\r\n")
@@ -852,6 +919,7 @@ class FakeKubeAPI:
                         send(too_old(pos))
                         end()
                         return
+                w.pos = pos
                 self._watches.add(w)
             for event in initial:
                 send(event)
@@ -859,6 +927,7 @@ class FakeKubeAPI:
                 send(bookmark(pos, {"k8s.io/initial-events-end": "true"}))
             deadline = time.monotonic() + timeout
             next_bookmark = time.monotonic() + self.bookmark_interval
+            scanned = pos  # versions up to here were sent or are not for this watch
             while True:
                 pending: list[_HistoryEntry] = []
                 with self._cond:
@@ -867,20 +936,26 @@ class FakeKubeAPI:
                         now = time.monotonic()
                         if self._closing or w.gone or w.drop or pos < self._floor:
                             break
-                        pending = (
-                            []
-                            if stalled
-                            else [
-                                e
-                                for e in self._history
-                                if e.rv > pos
-                                and e.store == rdef.store
-                                and (
-                                    namespace is None
-                                    or e.obj["metadata"].get("namespace") == namespace
-                                )
-                            ]
-                        )
+                        if not stalled:
+                            scanned = max(scanned, pos)
+                            while not pending:  # skip other stores/namespaces, a batch at a time
+                                chunk, done = self._history.after(scanned, WATCH_BATCH)
+                                if not chunk:
+                                    break
+                                scanned = chunk[-1].rv
+                                pending = [
+                                    e
+                                    for e in chunk
+                                    if e.store == rdef.store
+                                    and (
+                                        namespace is None
+                                        or e.obj["metadata"].get("namespace") == namespace
+                                    )
+                                ]
+                                if done:
+                                    break
+                            if not pending:
+                                w.pos = max(w.pos, scanned)
                         if pending or (
                             not stalled
                             and (now >= deadline or (bookmarks and now >= next_bookmark))
@@ -894,7 +969,9 @@ class FakeKubeAPI:
                             )
                         )
                         self._cond.wait(wake)
-                    current, floor, closing = self._rv, self._floor, self._closing
+                    # a bookmark may skip to `current` only once every version before it was seen
+                    current = scanned if self._history.after(scanned, 1)[0] else self._rv
+                    floor, closing = self._floor, self._closing
                 if closing:
                     return
                 if w.drop:
@@ -916,9 +993,13 @@ class FakeKubeAPI:
                     send(too_old(pos))
                     end()
                     return
-                for e in pending:
-                    send({"type": e.type, "object": rdef.render(copy.deepcopy(e.obj))})
-                    pos = e.rv
+                if pending:  # stored versions are never changed in place: no copies
+                    h.wfile.write(
+                        b"".join(
+                            frame({"type": e.type, "object": rdef.render(e.obj)}) for e in pending
+                        )
+                    )
+                    pos = pending[-1].rv
                 now = time.monotonic()
                 if now >= deadline:
                     end()
@@ -927,6 +1008,7 @@ class FakeKubeAPI:
                     pos = max(pos, current)
                     send(bookmark(pos))
                     next_bookmark = now + self.bookmark_interval
+                w.pos = max(pos, scanned)  # pending (all <= scanned) was sent
         except OSError:  # client went away
             h.close_connection = True
         finally:
