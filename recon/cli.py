@@ -244,10 +244,14 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2)
     con = _open_db(db)
-    if day is not None:
-        paths = exports.export_day(con, day, out)
-    else:
-        paths = exports.export_month(con, month, out, account_id, account_name)
+    try:
+        if day is not None:
+            paths = exports.export_day(con, day, out)
+        else:
+            paths = exports.export_month(con, month, out, account_id, account_name)
+    except ValueError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
     for p in paths:
         console.print(f"wrote {p}")
 
@@ -270,7 +274,11 @@ def report_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2)
     con = _open_db(db)
-    path = write_report(con, day, out or Path(f"report_{day}.html"), db_label=str(db))
+    try:
+        path = write_report(con, day, out or Path(f"report_{day}.html"), db_label=str(db))
+    except ValueError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
     console.print(f"wrote {path}")
 
 
@@ -347,9 +355,15 @@ def whatif_cmd(cooldown: Optional[int] = typer.Option(None, help="KEDA cooldownP
         err.print("[red]error:[/red] give --cooldown, --scale-down-delay and/or --idle-timeout")
         raise typer.Exit(2)
     con = connect(db, read_only=True)
-    lo = _day(day_from) or date(1, 1, 1)
-    hi = _day(day_to) or date(9999, 12, 31)
-    rows = aggregate(whatif(con, lo, hi, cooldown, scale_down_delay, idle_timeout))
+    # default: the days the last run built (all of them after a run without --from/--to)
+    last = con.execute("select cfg('day_from')::date, cfg('day_to')::date").fetchone()
+    lo = _day(day_from) or last[0]
+    hi = _day(day_to) or last[1]
+    try:
+        rows = aggregate(whatif(con, lo, hi, cooldown, scale_down_delay, idle_timeout))
+    except ValueError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
     t = Table("team", "namespace", "workload", "what", "observed s", "what-if s", "saved USD",
               title="What if (model: see recon/whatif.py)", title_justify="left")
     for team, ns, wl, kind, obs, new, saved in rows:

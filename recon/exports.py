@@ -37,6 +37,8 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from pathlib import Path
 
+from .warehouse import require_built
+
 IDLE = "__idle__"
 UNALLOCATED = "__unallocated__"
 MONEY_SCALE = 12
@@ -247,6 +249,7 @@ def _leftover(rid, kind, day, marker, category, seconds, amount, expected) -> Sh
 def network_volume_lingering(con, d0: date, d1: date) -> dict[tuple, tuple[Decimal, Decimal]]:
     """(volume_id, day) → (lingering seconds, lingering USD): each hour's amount × its lingering
     fraction, in exact decimals (DuckDB would divide in double)."""
+    require_built(con, d0, d1, "network volume lingering")
     nv: dict[tuple, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
     with localcontext() as ctx:
         ctx.prec = 60

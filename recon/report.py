@@ -17,6 +17,7 @@ from pathlib import Path
 from string import Template
 
 from .exports import atomic_write, network_volume_lingering, parse_day
+from .warehouse import require_built
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
 CENT = Decimal("0.01")
@@ -58,6 +59,7 @@ def _utc(d: date) -> datetime:
 
 def report_data(con, day: date) -> dict:
     """Everything the page shows, as Decimals and datetimes straight from the warehouse."""
+    require_built(con, day, day, "the report")
     billed, expected = con.execute(
         "select coalesce(sum(billed_amount), 0), coalesce(sum(expected_amount), 0) "
         "from marts.resource_day where day = ?", [day]).fetchone()

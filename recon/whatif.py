@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from .warehouse import require_built
+
 
 @dataclass
 class Saving:
@@ -67,6 +69,7 @@ group by w.endpoint_id
 
 def whatif(con, day_from, day_to, cooldown_s: int | None = None, grace_s: int | None = None,
            idle_timeout_s: int | None = None) -> list[Saving]:
+    require_built(con, day_from, day_to, "what-if")
     out: list[Saving] = []
     if cooldown_s is not None or grace_s is not None:
         th = dict(con.execute("select name, value from config.settings").fetchall())

@@ -288,3 +288,25 @@ def test_a_session_older_than_the_window_keeps_its_history(tmp_path):
             assert con.execute(f"select count(*) from ({q.format('a')} except all {q.format('b')})").fetchone()[0] == 0, t_
         assert con.execute(f"select count(*) from ({q.format('b')} except all {q.format('a')})").fetchone()[0] == 0, t_
     con.close()
+
+
+def test_reports_refuse_days_a_window_run_did_not_build(daily, tmp_path):
+    """After a window run the intermediate tables hold its scope only: a report, export or
+    what-if for another day says so instead of showing partial numbers."""
+    from datetime import date
+
+    from recon.exports import network_volume_lingering
+    from recon.report import report_data
+    from recon.whatif import whatif
+
+    root, _ = daily
+    db = tmp_path / "w.duckdb"
+    run(root / "sim", db, day_from=date(2026, 6, 2), day_to=date(2026, 6, 2))
+    con = connect(db, read_only=True)
+    assert report_data(con, date(2026, 6, 2))["billed"] > 0
+    for call in (lambda: report_data(con, date(2026, 6, 1)),
+                 lambda: network_volume_lingering(con, date(2026, 6, 1), date(2026, 6, 2)),
+                 lambda: whatif(con, date(2026, 6, 3), date(2026, 6, 3), cooldown_s=60)):
+        with pytest.raises(ValueError, match=r"--from 2026-06-0\d --to 2026-06-0\d"):
+            call()
+    con.close()
