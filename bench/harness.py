@@ -212,10 +212,12 @@ def child_run(spec: dict) -> dict:
     st = out["stages"]
     st["landing"] = tm.get("load")
     st["staging"] = tm.get("staging")
+    st["scope"] = tm.get("scope")  # windowed runs only (sql/scope/)
     st["intermediate"] = tm.get("intermediate")
     st["marts"] = tm.get("marts")
     st["findings"] = out["models"].get("marts.findings")
     st["checks"] = tm.get("checks")
+    st["commit"] = tm.get("commit")
     st["run_other"] = t_run - sum(v for k, v in tm.items())
     st["pipeline_run"] = t_run
     out["records"] = {"in": res.records_in, "loaded": res.loaded, "quarantined": res.quarantined,
@@ -559,7 +561,8 @@ def history(a, sim: Path) -> dict:
 
 # ----------------------------------------------------------------------------- report
 
-STAGES = ("import", "landing", "staging", "intermediate", "marts", "findings", "run_other",
+STAGES = ("import", "landing", "staging", "scope", "intermediate", "marts", "findings", "commit",
+          "run_other",
           "pipeline_run", "gx_import", "validation", "exports", "daily_total", "process_wall")
 
 
@@ -639,7 +642,8 @@ def print_table(res: dict) -> None:
         h = res["history"]
         d1, dn = h["day1"]["stages"], h["dayN"]["stages"]
         print(f"history: {h['days']} days; day 1 vs day {h['days']} (median s):")
-        for k in ("landing", "staging", "intermediate", "marts", "pipeline_run", "daily_total"):
+        for k in ("landing", "staging", "scope", "intermediate", "marts", "commit", "pipeline_run",
+                  "daily_total"):
             if k in d1 and k in dn:
                 print(f"  {k:<20}{fmt_s(d1[k]['median'])}{fmt_s(dn[k]['median'])}"
                       f"   x{dn[k]['median'] / d1[k]['median']:.2f}")
@@ -648,7 +652,7 @@ def print_table(res: dict) -> None:
 def derived(res: dict) -> dict:
     st = res["run"]["stages"]
     g = lambda k: (st.get(k) or {}).get("median")
-    recon_after = sum(g(k) or 0 for k in ("staging", "intermediate", "marts"))
+    recon_after = sum(g(k) or 0 for k in ("staging", "scope", "intermediate", "marts"))
     out = {"reconciliation_after_landing_s": recon_after}
     fl = (res.get("floor", {}).get("extract") or {}).get("median")
     if fl:

@@ -82,8 +82,13 @@ class StagingState:
             name = f"_recon_delta_{table}"
             if name not in self._views:
                 files = ", ".join("'" + f.replace("'", "''") + "'" for f in self.new)
-                self.con.execute(f"create or replace temp view {name} as "
-                                 f"select * from raw.{table} where source_file in ({files})")
+                # New files' rows were appended last: a rowid bound lets the scan skip the row
+                # groups of history (an IN list alone is checked after reading every doc).
+                first = self.con.execute(f"select min(rowid) from raw.{table} "
+                                         f"where source_file in ({files})").fetchone()[0]
+                bound = "false" if first is None else f"rowid >= {int(first)}"
+                self.con.execute(f"create or replace temp view {name} as select * from raw.{table} "
+                                 f"where {bound} and source_file in ({files})")
                 self._views.add(name)
             return name
         return RAW_REF.sub(view, sql)

@@ -103,9 +103,13 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         try:
             results = load_folder(con, input_dir, progress=progress, transaction=False)
             timings = {"load": time.perf_counter() - t0}
+            t1 = time.perf_counter()
             write_config(con, cfg, day_from, day_to)
+            timings["config"] = time.perf_counter() - t1
             build(con, timings, transaction=False)
+            t1 = time.perf_counter()
             con.execute("commit")
+            timings["commit"] = time.perf_counter() - t1
         except BaseException:
             con.execute("rollback")
             raise
@@ -116,7 +120,9 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
             res.quarantined += r.quarantined
             res.skipped += r.skipped
         res.staging_quarantined = con.execute("select count(*) from staging.quarantine").fetchone()[0]
+        t1 = time.perf_counter()
         res.days = summarise(con)
+        res.timings["summary"] = time.perf_counter() - t1
         if validate:
             import uuid
 
@@ -125,7 +131,9 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
             t1 = time.perf_counter()
             res.validation = run_validation(con, f"cli-{uuid.uuid4().hex[:12]}")
             res.timings["validation"] = time.perf_counter() - t1
+        t1 = time.perf_counter()
         con.execute("checkpoint")
+        res.timings["checkpoint"] = time.perf_counter() - t1
         return res
     finally:
         con.close()

@@ -1,12 +1,17 @@
--- grain: one row per billed instance whose billed time touches the window: where the island of
--- contiguous billed buckets it is in began (never after the window's lo). A compute session
+-- grain: one row per billed instance whose billed compute touches the window: where the island of
+-- contiguous compute buckets it is in began (never after the window's lo). A compute session
 -- lies inside one island, so everything a session overlapping the window needs (its first
 -- bucket, the pods that ran in it) is read from that instant on.
 with buckets as (
+    -- compute buckets only: a stopped pod's volume bills on for days, but only compute makes
+    -- sessions (storage is classified bucket by bucket)
     select pod_id as resource_id, bucket_start, bucket_end from staging.stg_runpod__pod_billing
+    where coalesce(compute_amount_usd, 0) > 0 or coalesce(compute_seconds_billed, 0) > 0
+       or (compute_amount_usd is null and compute_seconds_billed is null)
     union all
     select resource_key, charge_start, charge_end from staging.stg_focus__charges
     where resource_key is not null and charge_start is not null and charge_end is not null
+      and service_category = 'Compute'
 ),
 
 starts as (

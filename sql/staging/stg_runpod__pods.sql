@@ -1,4 +1,5 @@
 -- grain: one row per pod inventory snapshot (/v2/pods item at pulled_at).
+-- incremental: append
 with source as (
     select * from raw.runpod_inventory where inventory_kind = 'pods'
 ),
