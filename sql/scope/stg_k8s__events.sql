@@ -4,9 +4,12 @@ with final as (
     select e.*
     from staging.stg_k8s__events e
     cross join scope.window w
-    where (e.last_at >= w.lo and e.first_at < w.hi)
-       or exists (select 1 from scope.stg_k8s__pods p
-                  where p.cluster is not distinct from e.cluster and p.pod_uid = e.object_uid)
+    where e.last_at >= w.lo and e.first_at < w.hi
+    union
+    select e.*
+    from staging.stg_k8s__events e
+    semi join (select distinct cluster, pod_uid from scope.stg_k8s__pods) p
+      on p.cluster is not distinct from e.cluster and p.pod_uid = e.object_uid
 )
 
 select * from final

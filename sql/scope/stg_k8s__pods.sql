@@ -3,7 +3,7 @@
 -- start need the pods that ran before the window). A pod is kept whole or not at all.
 with life as (
     select cluster, pod_uid, max(node_name) as node_name, min(created_at) as created_at,
-           coalesce(max(main_status.state.terminated.finishedAt),
+           coalesce(max(main_finished_at),
                     min(deletion_at - to_seconds(coalesce(deletion_grace_seconds, 0))),
                     '2100-01-01'::timestamptz) as window_end_at
     from staging.stg_k8s__pods

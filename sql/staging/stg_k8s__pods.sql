@@ -82,6 +82,9 @@ final as (
         list_filter(conditions, lambda c: c.type in ('Ready', 'ContainersReady') and c.status = 'True')[1].lastTransitionTime
             as ready_at,
         list_filter(container_statuses, lambda s: s.name = main_container.name)[1] as main_status,
+        -- flat copy for sql/scope/ (reads every version each run; a struct costs more to read)
+        list_filter(container_statuses, lambda s: s.name = main_container.name)[1].state.terminated.finishedAt
+            as main_finished_at,
         source_file,
         record_no
     from with_main
