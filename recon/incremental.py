@@ -25,8 +25,9 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-INCREMENTAL = re.compile(r"^-- incremental: (?:key \((?P<key>[^)]*)\) order \((?P<order>.*)\)|(?P<append>append))\s*$",
-                         re.M)
+INCREMENTAL = re.compile(
+    r"^-- incremental: (?:key \((?P<key>[^)]*)\) order \((?P<order>.*)\)|(?P<append>append)"
+    r"|recompute key \((?P<rkey>[^)]*)\) from (?P<src>[a-z0-9_]+))\s*$", re.M)
 RAW_REF = re.compile(r"\braw\.([a-z0-9_]+)\b")
 META_DDL = [
     "create schema if not exists meta",
@@ -39,6 +40,7 @@ META_DDL = [
 class Spec:
     key: tuple[str, ...] | None  # None: append
     order: str | None
+    source: str | None = None    # recompute: the staging model whose changed keys it refolds
 
 
 def spec_of(sql: str) -> Spec | None:
@@ -47,6 +49,8 @@ def spec_of(sql: str) -> Spec | None:
         return None
     if m.group("append"):
         return Spec(None, None)
+    if m.group("src"):
+        return Spec(tuple(c.strip() for c in m.group("rkey").split(",")), None, m.group("src"))
     return Spec(tuple(c.strip() for c in m.group("key").split(",")), m.group("order").strip())
 
 
@@ -67,13 +71,20 @@ class StagingState:
         self.stale = sorted(f for f, h in staged.items() if self.landed.get(f) != h)
         self.new = sorted(f for f in self.landed if f not in staged)
         self._views: set[str] = set()
+        self.ran: dict[str, str] = {}
 
     def mode(self, name: str, sql: str, exists: bool) -> str:
-        """`full`, `delta` (merge the new files' rows) or `keep` (nothing new)."""
+        """`full`, `delta` (merge the new files' rows), `recompute` (refold the keys another
+        model's delta touched) or `keep` (nothing new)."""
         spec = spec_of(sql)
         if spec is None or not exists or self.stale or self.models.get(name) != sql_hash(sql):
-            return "full"
-        return "delta" if self.new else "keep"
+            mode = "full"
+        elif spec.source is not None:
+            mode = {"delta": "recompute", "keep": "keep"}.get(self.ran.get(spec.source), "full")
+        else:
+            mode = "delta" if self.new else "keep"
+        self.ran[name] = mode
+        return mode
 
     def delta_sql(self, sql: str) -> str:
         """The model's SQL reading only the rows of the newly landed files."""
@@ -113,9 +124,25 @@ class StagingState:
                 source = "_recon_delta"
             con.execute(f"insert into {table} by name select * from {source} qualify row_number() "
                         f"over (partition by {', '.join(spec.key)} order by {spec.order}) = 1")
+            name = table.split(".")[-1]
+            con.execute(f"create or replace temp table _recon_keys_{name} as "
+                        f"select distinct {', '.join(spec.key)} from _recon_delta")
         finally:
             con.execute("drop table if exists _recon_delta")
             con.execute("drop table if exists _recon_rivals")
+
+    def recompute(self, table: str, sql: str) -> None:
+        """Refold the rows of `table` whose key the source model's delta touched."""
+        spec = spec_of(sql)
+        keys = f"_recon_keys_{spec.source}"
+        on = lambda a, b: " and ".join(f"{a}.{k} is not distinct from {b}.{k}" for k in spec.key)
+        body = re.sub(rf"\bstaging\.{spec.source}\b",
+                      f"(select s.* from staging.{spec.source} s semi join {keys} k on {on('s', 'k')})",
+                      sql)
+        con = self.con
+        con.execute(f"delete from {table} where rowid in "
+                    f"(select t.rowid from {table} t semi join {keys} k on {on('t', 'k')})")
+        con.execute(f"insert into {table} by name\n{body}")
 
     def built(self, name: str, sql: str) -> None:
         if spec_of(sql) is not None:

@@ -259,7 +259,7 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
 
     Staging is incremental (`recon.incremental`). A windowed run (config day_from/day_to, from
     `--from/--to`) builds sql/scope/ — staging cut to what the window's days depend on — and
-    the intermediate models and marts read `scope.<model>` wherever one exists instead of
+    the intermediate models and marts read that (temporary table `scope__<model>`) instead of
     `staging.<model>`; marts with a `day` column then replace only the window's days, and a mart
     with a `-- window: key (…) where …` header replaces only the rows the predicate selects.
     Intermediate tables hold the last run's scope.
@@ -277,8 +277,7 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
     try:
         for layer in LAYERS:
             con.execute(f"create schema if not exists {layer}")
-        if not windowed:
-            con.execute("drop schema if exists scope cascade")
+        con.execute("drop schema if exists scope cascade")  # (scope tables are temporary now)
         staged = StagingState(con)
         last_staging = [n for layer, n, _ in order if layer == "staging"][-1]
         existing = {r[0] for r in con.execute(
@@ -287,9 +286,11 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
         for layer, name, path in order:
             t0 = time.perf_counter()
             body = path.read_text(encoding="utf-8").strip().rstrip(";")
-            if windowed and layer in ("intermediate", "marts") and not SCOPE_BEFORE.search(body):
+            if layer == "scope":
+                body = re.sub(r"\bscope\.([a-z0-9_]+)\b", r"scope__\1", body)
+            elif windowed and layer in ("intermediate", "marts") and not SCOPE_BEFORE.search(body):
                 body = re.sub(r"\bstaging\.([a-z0-9_]+)\b",
-                              lambda m: f"scope.{m.group(1)}" if m.group(1) in scoped else m.group(0),
+                              lambda m: f"scope__{m.group(1)}" if m.group(1) in scoped else m.group(0),
                               body)
             try:
                 _build_one(con, staged, layer, name, body, name in existing, windowed)
@@ -313,10 +314,15 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
 def _build_one(con, staged: StagingState, layer: str, name: str, body: str, exists: bool,
                windowed: bool) -> None:
     table = f"{layer}.{name}"
+    if layer == "scope":  # temporary: read by this run only, never written to the file
+        con.execute(f"create or replace temp table scope__{name} as\n{body}")
+        return
     if layer == "staging":
         mode = staged.mode(name, body, exists)
         if mode == "delta":
             staged.merge(table, body)
+        elif mode == "recompute":
+            staged.recompute(table, body)
         elif mode == "full":
             con.execute(f"create or replace table {table} as\n{body}")
             staged.built(name, body)

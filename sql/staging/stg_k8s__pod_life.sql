@@ -1,0 +1,18 @@
+-- grain: one row per pod (cluster, pod_uid): the span of its life folded over its versions, as
+-- int_k8s__workloads folds it ([created, window end)); sql/scope/ reads it to decide which pods
+-- a windowed run needs. Refolded only for the pods a run's new files touched.
+-- incremental: recompute key (cluster, pod_uid) from stg_k8s__pods
+with final as (
+    select
+        cluster,
+        pod_uid,
+        max(node_name) as node_name,
+        min(created_at) as created_at,
+        coalesce(max(main_finished_at),
+                 min(deletion_at - to_seconds(coalesce(deletion_grace_seconds, 0))),
+                 '2100-01-01'::timestamptz) as window_end_at
+    from staging.stg_k8s__pods
+    group by all
+)
+
+select * from final
