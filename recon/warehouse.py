@@ -38,6 +38,8 @@ RAW_DDL = [
 ]
 
 
+DEFAULT_MEMORY_LIMIT = "1GB"  # bench/README.md: peak RSS of the 500-node day with and without
+
 # size and mtime of each landed file, to skip unchanged files without hashing them again
 FILE_STATS_DDL = """create table if not exists raw.file_stats (source_file varchar primary key,
     bytes bigint, mtime_ns bigint, sha256 varchar)"""
@@ -52,6 +54,13 @@ def connect(path: str | Path | None, read_only: bool = False) -> duckdb.DuckDBPy
     threads = os.environ.get("RECON_THREADS")
     if threads:
         con.execute(f"set threads = {int(threads)}")
+    # DuckDB's own default is 80 % of RAM; a daily job sharing a machine gets a bound (it spills
+    # to disk beyond it). RECON_MEMORY_LIMIT=8GB raises it, =0 leaves DuckDB's default.
+    limit = os.environ.get("RECON_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT).strip()
+    if limit and limit != "0":
+        if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", limit, re.I):
+            raise ValueError(f"RECON_MEMORY_LIMIT={limit!r}: expected a size such as 1GB or 512MiB")
+        con.execute(f"set memory_limit = '{limit}'")
     if not read_only:
         for stmt in RAW_DDL:
             con.execute(stmt)

@@ -7,6 +7,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import duckdb
+import pytest
 from typer.testing import CliRunner
 
 from recon.cli import app
@@ -103,3 +104,16 @@ def test_a_window_run_replaces_its_days_and_keeps_the_others(sim_run, tmp_path):
     both = snapshot(db)
     for m in ("resource_day", "billed_segments", "findings"):
         assert both[m] == full[m], m
+
+
+def test_memory_limit_defaults_to_a_bound_and_is_configurable(monkeypatch):
+    from recon.warehouse import connect
+
+    setting = lambda: connect(None).execute("select current_setting('memory_limit')").fetchone()[0]
+    monkeypatch.delenv("RECON_MEMORY_LIMIT", raising=False)
+    assert setting() == "953.6 MiB"  # 1GB
+    monkeypatch.setenv("RECON_MEMORY_LIMIT", "2GB")
+    assert setting() == "1.8 GiB"
+    monkeypatch.setenv("RECON_MEMORY_LIMIT", "2GB; drop table x")
+    with pytest.raises(ValueError, match="RECON_MEMORY_LIMIT"):
+        setting()
