@@ -282,6 +282,7 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
                            ).fetchone()[0]
     order = build_order(windowed)
     scoped = {n for layer, n, _ in order if layer == "scope"}
+    decided = False
     own = _begin(con, transaction)
     try:
         for layer in LAYERS:
@@ -294,6 +295,12 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
         ).fetchall()}
         for layer, name, path in order:
             t0 = time.perf_counter()
+            if layer == "scope" and not decided:
+                decided = True
+                if not _history_before_window(con):
+                    scoped.clear()  # all data lies in the window's reach: the scope would be a copy
+            if layer == "scope" and not scoped:
+                continue
             body = path.read_text(encoding="utf-8").strip().rstrip(";")
             if layer == "scope":
                 body = re.sub(r"\bscope\.([a-z0-9_]+)\b", r"scope__\1", body)
@@ -318,6 +325,17 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
         if own:
             con.execute("rollback")
         raise
+
+
+def _history_before_window(con) -> bool:
+    """Does any staged record lie before the scope's reach (the window's first day − 1)?"""
+    firsts = " union all ".join(
+        f"select min({col}) as t from staging.{table}" for table, col in (
+            ("stg_k8s__pod_life", "created_at"), ("stg_runpod__bill_lines", "bucket_start"),
+            ("stg_runpod__pod_billing", "bucket_start"), ("stg_focus__charges", "charge_start"),
+            ("stg_runpod__jobs", "completed_at"), ("stg_k8s__events", "first_at")))
+    return con.execute(f"select min(t) < cfg('day_from')::date::timestamptz - interval 1 day "
+                       f"from ({firsts})").fetchone()[0] or False
 
 
 def _build_one(con, staged: StagingState, layer: str, name: str, body: str, exists: bool,

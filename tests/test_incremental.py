@@ -310,3 +310,26 @@ def test_reports_refuse_days_a_window_run_did_not_build(daily, tmp_path):
         with pytest.raises(ValueError, match=r"--from 2026-06-0\d --to 2026-06-0\d"):
             call()
     con.close()
+
+
+def test_a_window_over_all_the_data_skips_the_scope(daily, tmp_path, monkeypatch):
+    """The first day of a warehouse: nothing lies before the window, so the scope would copy
+    staging; the run reads staging directly (and builds the same marts)."""
+    from datetime import date
+
+    import recon.warehouse as wh
+
+    built = []
+    real = wh._build_one
+    monkeypatch.setattr(wh, "_build_one", lambda con, st, layer, name, *a: built.append(layer)
+                        or real(con, st, layer, name, *a))
+    root, days = daily
+    d1 = tmp_path / "d1"
+    d1.mkdir()
+    shutil.copy(root / "daily" / "recon.toml", d1 / "recon.toml")
+    _add_day(root / "daily", days[0], d1)
+    run(d1, tmp_path / "a.duckdb", day_from=days[0], day_to=days[0])
+    assert "scope" not in built and "marts" in built
+    built.clear()
+    run(root / "sim", tmp_path / "b.duckdb", day_from=date(2026, 6, 3), day_to=date(2026, 6, 3))
+    assert "scope" in built
