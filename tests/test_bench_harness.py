@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from recon.ingest import jsonl as jsonl_mod
+from recon.ingest import lists as lists_mod
 from recon.ingest import load as load_mod
 from recon.warehouse import connect, load_folder
 
@@ -174,8 +176,8 @@ def _land(folder, db, fast: bool, monkeypatch):
             m.setattr("recon.warehouse.land_jsonl", lambda con, p, d: None)
             m.setattr("recon.warehouse.land_list", lambda con, p, d: None)
         else:  # small chunks: lines and files cross chunk boundaries; every List through DuckDB
-            m.setattr(load_mod, "FAST_CHUNK", 4096)
-            m.setattr(load_mod, "LIST_MIN_BYTES", 0)
+            m.setattr(jsonl_mod, "FAST_CHUNK", 4096)
+            m.setattr(lists_mod, "LIST_MIN_BYTES", 0)
         con = connect(db)
         try:
             load_folder(con, folder)
@@ -205,6 +207,28 @@ def test_fast_jsonl_landing_equals_the_python_reader(tmp_path, monkeypatch, seed
     assert sum(len(v) for v in slow.values()) > 1000
     for table in slow:
         assert fast[table] == slow[table], table
+
+
+def test_a_file_failing_after_chunks_have_landed_is_quarantined_like_the_python_reader(
+        tmp_path, monkeypatch):
+    """A gzip file cut short fails after some of its chunks have landed: its rows are removed
+    and the file is quarantined with the reason, as the Python reader does; the files after it
+    land as usual."""
+    import gzip
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rng = random.Random(9)
+    text = "".join(json.dumps(_watch(rng, i)) + "\n" for i in range(3000)).encode()
+    packed = gzip.compress(text, compresslevel=1)
+    (folder / "a-cut.jsonl.gz").write_bytes(packed[: len(packed) * 3 // 4])
+    (folder / "b.jsonl.gz").write_bytes(packed)
+    (folder / "c.jsonl").write_bytes(text[:50_000] + b"{not json\n" + text[50_000:])
+    slow = _land(folder, tmp_path / "slow.duckdb", False, monkeypatch)
+    fast = _land(folder, tmp_path / "fast.duckdb", True, monkeypatch)
+    assert fast == slow
+    assert any("a-cut.jsonl.gz" in q and "could not be read" in q for q in fast["quarantine"])
+    assert len(fast["k8s_objects"]) == 2 * 3000  # b and c (whose bad line is quarantined)
 
 
 def test_fast_path_is_taken_and_unchanged_files_are_not_reread(tmp_path, monkeypatch):

@@ -1,0 +1,369 @@
+"""Big JSON Lines files landed through DuckDB (`land_jsonl`); what it cannot vouch for goes to the
+Python reader (`reader.py`) line by line, with the same file, line and reason."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from contextlib import contextmanager
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+
+from .classify import doc_kind
+from .reader import FileResult, _cluster_of, _jsonl_line
+
+# ------------------------------------------------------------------ fast path: JSON Lines in DuckDB
+#
+# A JSON Lines file whose first line is a watch event, a job record or a workers snapshot is cut
+# into chunks of whole lines; each chunk goes to DuckDB zero-copy (Arrow: one row per line with
+# its line number), is parsed there once (`json_extract` of a list of paths, in parallel) and the
+# lines that are plainly of the file's kind and plainly valid are inserted straight into the raw
+# table by one INSERT. Every other line -- invalid JSON, another kind, a missing field, a
+# non-string id, a BOOKMARK, a value DuckDB's parser accepts but orjson does not (NaN, Infinity,
+# trailing commas, 1e999) or reads differently (integers beyond 64 bits) -- goes through the
+# Python reader (reader.py), one line at a time, so it is routed, skipped or quarantined with exactly the
+# same file, line and reason as before (tests/test_bench_harness.py checks both paths agree on
+# mutated input). A chunk that is not valid UTF-8 goes through the Python path whole. The stored
+# document is DuckDB's minified re-serialisation, as the Python path's (`json(doc)` on insert).
+# Known difference: an object with duplicate keys keeps the first value here and the last one in
+# orjson (RFC 8259 leaves it undefined).
+
+# DuckDB buffers an INSERT's row groups in memory up to write_buffer_row_group_memory_limit
+# (default 20 % of memory_limit per thread: 1.2 GiB without a memory_limit) and leaves them for
+# the commit to write. Landing lowers it, so that landed rows are compressed and written as they
+# come: uncapped, the target day's landing peaks at 1.4 GB instead of 2.2 GB and its commit takes
+# 0.4 s instead of 1.3 s, for ~0.5 s more CPU while landing. Under a 1 GB memory_limit
+# DuckDB's default is already 64 MB and this changes nothing.
+WRITE_BUFFER = 128 << 20
+FAST_CHUNK = 64 << 20  # bytes of whole lines per DuckDB batch: bounds memory on big files
+FAST_MIN_BYTES = 0  # smaller files take the Python path (0: every file; tests use small ones)
+_WS = r"[ \t\r\n]*"
+_ODD_NUMBER = r"(?:[-+]?(?i:inf|nan)|-?[0-9.]+[eE]\+?[0-9]{3}|-?[0-9]{20})"
+# what orjson rejects and DuckDB's parser accepts (trailing commas, NaN, Infinity, 1e999) or the
+# two read differently (integers beyond 64 bits). Three patterns, each starting with a literal
+# byte, so RE2 skips ahead with memchr: 2-4x faster than one pattern starting with [:\[,]
+LENIENT_RES = (rf",{_WS}(?:[\]}}]|{_ODD_NUMBER})", rf":{_WS}{_ODD_NUMBER}",
+               rf"\[{_WS}{_ODD_NUMBER}")
+LENIENT_SQL = " or ".join(f"regexp_matches(line, '{r}')" for r in LENIENT_RES)
+
+
+_UNITS = {"bytes": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2, "gb": 1000**3,
+          "gib": 1024**3, "tb": 1000**4, "tib": 1024**4}
+
+
+@contextmanager
+def small_write_buffer(con):
+    """Lower DuckDB's write_buffer_row_group_memory_limit to WRITE_BUFFER (never raise it) for
+    the block; restore it after (`reset` when it was the default, whose text is rounded)."""
+    name = "write_buffer_row_group_memory_limit"
+    old = con.execute(f"select current_setting('{name}')").fetchall()[0][0]
+    num, _, unit = str(old).partition(" ")
+    try:
+        lower = float(num) * _UNITS[unit.strip().lower() or "bytes"] > WRITE_BUFFER
+    except (ValueError, KeyError):
+        lower = False
+    if lower:
+        con.execute(f"set {name} = '{WRITE_BUFFER}B'")
+    try:
+        yield
+    finally:
+        if lower:
+            con.execute(f"reset {name}")
+            if con.execute(f"select current_setting('{name}')").fetchall()[0][0] != old:
+                con.execute(f"set {name} = '{old}'")
+
+
+def _nonempty(x: str) -> str:  # the JSON value is a non-empty string
+    return f"(starts_with({x}, '\"') and {x} <> '\"\"')"
+
+
+def _str(x: str) -> str:  # the string's value, unescaped
+    return f"json_extract_string({x}, '$')"
+
+
+def _amount(x: str) -> str:  # check_amounts: absent, null, or a finite number below 1e12
+    return f"({x} is null or {x} = 'null' or abs(try_cast({x}::varchar as double)) < 1e12)"
+
+
+class _Mode:
+    """SQL of one fast kind: `paths` extracted as v[1..], `fast` (a line lands here), `insert`."""
+
+    def __init__(self, table: str, paths: list[str], fast: str, columns: str,
+                 python_first: str | None = None, items: bool = False):
+        self.table, self.paths, self.fast, self.columns = table, paths, fast, columns
+        self.python_first = python_first  # cheap test of lines always left to Python
+        self.items = items  # one row per item of v[1] (workers), not per line
+
+    def parsed(self) -> str:
+        """CTE `p` (line_no, v) of the lines DuckDB parses (materialised: v is computed once,
+        not once per reference in the filter), then `f`, those of them that land here."""
+        keep = "" if self.python_first is None else f" and not ({self.python_first})"
+        cte = (f"with p as materialized (select line_no, try(json_extract(line, {self.paths!r})) "
+               f"as v from _recon_chunk where not ({LENIENT_SQL}){keep}), ")
+        if not self.items:
+            return cte + f"f as (select line_no, v from p where {self.fast}) "
+        # every item an object with a non-empty string id (else the line goes to Python)
+        return cte + (f"q as materialized (select line_no, v, json_extract(v[1], '$[*]') as items, "
+                      f"json_extract(v[1], '$[*].id') as ids from p where {self.fast}), "
+                      f"f as (select line_no, v, items from q where len(items) = len(ids) and "
+                      f"list_bool_and(list_transform(ids, lambda x: {_nonempty('x')}))) ")
+
+    def insert_sql(self, display: str) -> str:
+        src = f"'{_q(display)}'"
+        if not self.items:
+            return (f"insert into raw.{self.table} by name {self.parsed()} select {src} as "
+                    f"source_file, line_no as record_no, 'line ' || line_no as locator, "
+                    f"{self.columns} from f")
+        return (f"insert into raw.{self.table} by name {self.parsed()} select {src} as "
+                f"source_file, i - 1 as record_no, 'line ' || line_no || ' workers[' || (i - 1) "
+                f"|| ']' as locator, {self.columns}, items[i] as doc "
+                f"from (select *, unnest(generate_series(1, len(items))) as i from f) "
+                f"returning record_no")
+
+    def python_lines_sql(self) -> str:
+        return (f"{self.parsed()} select line_no from _recon_chunk anti join f using (line_no) "
+                f"order by line_no")
+
+
+def _modes(cluster: str) -> dict[str, _Mode]:
+    v = [f"v[{i}]" for i in range(17)]
+    watch = _Mode(
+        "k8s_objects",
+        # 1 type, 2 object, 3 cluster, 4 seenAt, 5 kind, 6 x_recon, 7 object.kind,
+        # 8 object.metadata.uid (present: metadata is an object), 9 object.metadata.resourceVersion
+        ["$.type", "$.object", "$.cluster", "$.seenAt", "$.kind", "$.x_recon", "$.object.kind",
+         "$.object.metadata.uid", "$.object.metadata.resourceVersion"],
+        f"v is not null and {v[5]} is null and {v[6]} is null "
+        f"and {v[1]} in ('\"ADDED\"', '\"MODIFIED\"', '\"DELETED\"') "
+        f"and starts_with({v[2]}, '{{') and {_nonempty(v[7])} and {_nonempty(v[8])} "
+        f"and ({v[9]} is null or {v[9]} = 'null' or starts_with({v[9]}, '\"'))",
+        f"case when {_nonempty(v[3])} then {_str(v[3])} else '{_q(cluster)}' end as cluster, "
+        f"replace({v[1]}, '\"', '') as event_type, {_str(v[7])} as kind, {_str(v[8])} as uid, "
+        f"case when starts_with({v[9]}, '\"') then {_str(v[9])} else '' end as resource_version, "
+        f"case when starts_with({v[4]}, '\"') then {_str(v[4])} end as seen_at, {v[2]} as doc",
+        python_first="contains(line, 'BOOKMARK')")
+    # the keys whose presence makes doc_kind() answer something else than a job
+    not_job = ["$.kind", "$.x_recon", "$.type", "$.object", "$.items", "$.records", "$.workers",
+               "$.pods", "$.endpoints", "$.networkVolumes"]
+    job = _Mode(
+        "serverless_jobs",
+        # 1 whole doc, 2 id, 3 endpointId, 4 completedAt, 5 delayTime, 6 executionTime, 7.. absent
+        ["$", "$.id", "$.endpointId", "$.completedAt", "$.delayTime", "$.executionTime",
+         *not_job],
+        f"v is not null and starts_with({v[1]}, '{{') and "
+        + " and ".join(f"{v[i]} is null" for i in range(7, 7 + len(not_job))) + " and "
+        + " and ".join(f"{v[i]} is not null and {v[i]} not in ('null', '\"\"')" for i in (2, 3, 4))
+        + f" and ({v[5]} is not null or {v[6]} is not null) "
+        f"and {_amount(v[5])} and {_amount(v[6])}",
+        f"{v[1]} as doc")
+    not_workers = ["$.kind", "$.type", "$.object", "$.items", "$.records"]
+    workers = _Mode(
+        "runpod_inventory",
+        # 1 workers, 2 x_recon, 3 x_recon.endpoint, 4 x_recon.endpointId, 5 x_recon.pulledAt,
+        # 6 workers[0] (an empty list is left to Python), 7.. absent
+        ["$.workers", "$.x_recon", "$.x_recon.endpoint", "$.x_recon.endpointId",
+         "$.x_recon.pulledAt", "$.workers[0]", *not_workers],
+        "v is not null and "
+        + " and ".join(f"{v[i]} is null" for i in range(7, 7 + len(not_workers)))
+        + f" and starts_with({v[2]}, '{{') and starts_with({v[1]}, '[') and {v[6]} is not null "
+        f"and {_nonempty(v[4])} "
+        f"and ({v[3]} is null or not ends_with({_str(v[3])}, '/health')) "
+        f"and ({v[5]} is null or {v[5]} = 'null' or starts_with({v[5]}, '\"'))",
+        f"'workers' as inventory_kind, {_str(v[4])} as endpoint_id, "
+        f"case when starts_with({v[5]}, '\"') then {_str(v[5])} end as pulled_at",
+        items=True)
+    return {"watch": watch, "job": job, "workers": workers}
+
+
+FAST_KINDS = {"k8s_watch_event": "watch", "serverless_job": "job", "runpod_workers": "workers"}
+
+
+def _open_stream(path: Path):
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+
+
+def _fast_mode(head: bytes, more: bool) -> str | None:
+    """The fast path's mode for a file starting with `head`, or None (the Python path).
+
+    Mirrors read_file's decisions: the whole-document parse fails (a second non-blank line
+    follows the first) and the first non-blank line is a JSON document of a fast kind.
+    """
+    i = 0
+    while True:
+        j = head.find(b"\n", i)
+        if j < 0:
+            return None  # the first line does not fit in the head: let Python decide
+        if head[i:j].strip():
+            break
+        i = j + 1
+    first = head[i:j]
+    if not (head[j + 1:].strip() or more):
+        return None  # a single document: read_file's whole-document path
+    try:
+        doc = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return None
+    return FAST_KINDS.get(doc_kind(doc))
+
+
+class _Chunk:
+    """Whole lines of a file, indexed: `data` (a view of a reading buffer), line `starts`/`ends`
+    (`ends` include the newline), `n` lines, `final` (the file's last chunk), `trailing` (its last
+    line has no newline), `table` (Arrow `line_no, line` over `data`, zero-copy; None: the chunk
+    is not UTF-8)."""
+
+    __slots__ = ("buf", "data", "ends", "final", "n", "starts", "table", "trailing")
+
+
+def _index(buf: bytearray, cut: int, final: bool, no0: int) -> _Chunk:
+    import numpy as np
+
+    c = _Chunk()
+    c.buf, c.data, c.final = buf, memoryview(buf)[:cut], final
+    arr = np.frombuffer(c.data, dtype=np.uint8)
+    ends = np.flatnonzero(arr == 10) + 1
+    c.trailing = bool(len(arr)) and arr[-1] != 10  # a last line without its newline
+    if c.trailing:
+        ends = np.append(ends, len(arr))
+    c.ends, c.starts, c.n = ends, np.concatenate(([0], ends[:-1])), len(ends)
+    utf8 = int(arr.max(initial=0)) < 128
+    if not utf8:
+        try:
+            str(c.data, "utf-8")
+            utf8 = True
+        except UnicodeDecodeError:
+            pass
+    c.table = None
+    if utf8:  # (pa.array/pa.table would import pandas: 0.2 s for nothing)
+        line_no = np.arange(no0 + 1, no0 + c.n + 1, dtype=np.int64)
+        offsets = np.concatenate(([0], ends)).astype(np.int64)
+        c.table = pa.Table.from_arrays([
+            pa.Array.from_buffers(pa.int64(), c.n, [None, pa.py_buffer(line_no)]),
+            pa.LargeStringArray.from_buffers(c.n, pa.py_buffer(offsets), pa.py_buffer(c.data))],
+            names=["line_no", "line"])
+    return c
+
+
+def _produce(path: Path, hasher, next_buffer):
+    """Yield the file's _Chunks: fill the buffer `next_buffer()` gives with whole lines (a
+    partial last line is carried over to the next one), hash the bytes read, index them."""
+    carry = b""  # the partial line after the last newline of the previous buffer
+    no0 = 0  # lines before this chunk
+    with _open_stream(path) as f:
+        gz = isinstance(f, gzip.GzipFile)
+        while True:
+            buf = next_buffer()
+            filled = len(carry)
+            if len(buf) < max(FAST_CHUNK, 2 * filled):
+                buf = bytearray(max(FAST_CHUNK, 2 * filled))
+            buf[:filled] = carry
+            while True:
+                if filled == len(buf):  # one line longer than the buffer: a bigger one
+                    bigger = bytearray(2 * len(buf))
+                    bigger[:filled] = buf
+                    buf = bigger
+                view = memoryview(buf)
+                got = f.readinto(view[filled:])
+                if hasher is not None and not gz and got:
+                    hasher.update(view[filled:filled + got])
+                view.release()
+                end = filled + got
+                if not got:
+                    if filled:
+                        yield _index(buf, filled, True, no0)
+                    return
+                cut = buf.rfind(b"\n", filled, end) + 1
+                if cut:
+                    break
+                filled = end  # no newline yet: read on
+            carry = bytes(buf[cut:end])
+            chunk = _index(buf, cut, False, no0)
+            no0 += chunk.n
+            yield chunk
+
+
+def _chunks(path: Path, hasher=None):
+    """Yield the file's _Chunks, FAST_CHUNK bytes of whole lines at a time, into one reused
+    buffer (no fresh 64 MiB allocation, page faults and copies per chunk): a chunk's views are
+    valid until the next chunk is asked for. `hasher` (hashlib) gets the file's bytes as they
+    are read (plain files; a gzip file is hashed by its caller)."""
+    buf = bytearray(FAST_CHUNK)
+    last = None
+
+    def reuse():
+        return last.buf if last is not None else buf
+
+    for last in _produce(path, hasher, reuse):  # (reuse() reads `last`)
+        yield last
+
+
+def land_jsonl(con, path: Path, display: str) -> FileResult | None:
+    """Land a big JSON Lines file through DuckDB (see above); None: use read_file instead.
+
+    Fast rows are inserted into raw.* here (inside the caller's transaction); lines left to the
+    Python path end in the returned FileResult's rows/bad, like read_file's.
+    """
+    if path.stat().st_size < FAST_MIN_BYTES:
+        return None
+    with _open_stream(path) as f:
+        head = f.read(1 << 20)
+        mode_name = _fast_mode(head, bool(f.read(1)))
+    if mode_name is None:
+        return None
+    mode = _modes(_cluster_of(display, None))[mode_name]
+    insert = mode.insert_sql(display)
+    res = FileResult(path=display, kind="jsonl")
+    hasher = hashlib.sha256()
+    with small_write_buffer(con):
+        _land_chunks(con, path, mode, insert, res, hasher)
+    if not _is_gzip(path):
+        res.sha256 = hasher.hexdigest()  # read once: landing and hashing share the pass
+    return res
+
+
+def _land_chunks(con, path: Path, mode: _Mode, insert: str, res: FileResult, hasher) -> None:
+    no0 = 0  # line number of the chunk's first line, minus one
+    for c in _chunks(path, hasher):
+        n = c.n
+        if c.table is not None:
+            con.register("_recon_chunk", c.table)
+            try:
+                if mode.items:
+                    record_no = con.execute(insert).fetchnumpy()["record_no"]
+                    rows, lines = len(record_no), int((record_no == 0).sum())
+                else:
+                    rows = lines = con.execute(insert).fetchone()[0]
+                first = [] if mode.python_first is None else [r[0] for r in con.execute(
+                    f"select line_no from _recon_chunk where {mode.python_first} "
+                    f"order by line_no").fetchall()]
+                if lines + len(first) == n:  # every other line landed: the usual case
+                    py_lines = [k - no0 - 1 for k in first]
+                else:
+                    py_lines = [r[0] - no0 - 1 for r in con.execute(
+                        mode.python_lines_sql()).fetchall()]
+            finally:
+                con.unregister("_recon_chunk")
+                c.table = None
+            res.records_in += rows
+            res.loaded += rows
+        else:
+            py_lines = range(n)
+        for k in py_lines:
+            raw = bytes(c.data[c.starts[k]:c.ends[k]])
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            _jsonl_line(res, no0 + k + 1, raw, c.final and k == n - 1 and c.trailing)
+        no0 += n
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def _q(s: str) -> str:
+    return s.replace("'", "''")

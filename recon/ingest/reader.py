@@ -1,0 +1,376 @@
+"""The Python reader: route every record of one file to a raw table, quarantine or skip.
+
+Each input record ends in exactly one place: a raw table, `raw.quarantine` (with file, locator,
+reason and the record itself), or is counted as `skipped` with a reason (watch BOOKMARKs, the
+simulator's ground truth, config files). `raw.files` keeps the per-file accounting.
+Reloading a file replaces its rows (idempotent); an unchanged file (same sha256) is skipped.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+
+from . import focus
+from .classify import (
+    INVENTORY_KEYS, WATCH_TYPES, BadRecord, billing_source, check_amounts, doc_kind, require,
+    text_or_none, x_recon,
+)
+
+log = logging.getLogger(__name__)
+
+TABLES = {
+    "k8s_objects": ["cluster", "event_type", "kind", "uid", "resource_version", "seen_at"],
+    "runpod_billing": ["source", "pulled_at"],
+    "runpod_inventory": ["inventory_kind", "endpoint_id", "pulled_at"],
+    "serverless_jobs": [],
+    "focus_rows": [],
+    "prometheus_series": ["cluster", "query"],
+}
+COMMON = ["source_file", "record_no", "locator"]
+AMOUNT_KEYS = ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount", "feeAmount", "amount",
+               "standardAmount", "highPerformanceAmount", "timeBilledMs")
+CLUSTER_RE = re.compile(r"cluster=([^/\\]+)")
+
+
+def _dumps(obj) -> str:
+    try:
+        return orjson.dumps(obj).decode()
+    except TypeError:  # an integer beyond 64 bits (the json module reads those exactly)
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass
+class FileResult:
+    path: str
+    kind: str = "unknown"
+    records_in: int = 0
+    loaded: int = 0
+    quarantined: int = 0
+    skipped: int = 0
+    skip_reason: str | None = None
+    unchanged: bool = False
+    sha256: str | None = None  # set by a reader that hashed the file while reading it
+    rows: dict = field(default_factory=lambda: {t: [] for t in TABLES})
+    bad: list = field(default_factory=list)
+
+    def add(self, table: str, locator: str, record_no: int, doc, **cols) -> None:
+        self.records_in += 1
+        self.loaded += 1
+        self.rows[table].append({"record_no": record_no, "locator": locator,
+                                 "doc": _dumps(doc), **cols})
+
+    def quarantine(self, locator: str, record_no: int, reason: str, record) -> None:
+        self.records_in += 1
+        self.quarantined += 1
+        text = record if isinstance(record, str) else _dumps(record)
+        self.bad.append({"record_no": record_no, "locator": locator, "reason": reason,
+                         "record": text[:100_000]})
+        log.warning("%s %s: %s", self.path, locator, reason)
+
+    def skip(self, reason: str) -> None:
+        self.records_in += 1
+        self.skipped += 1
+        self.skip_reason = reason
+
+
+def _cluster_of(path: str, line_cluster) -> str:
+    if isinstance(line_cluster, str) and line_cluster:
+        return line_cluster
+    m = CLUSTER_RE.search(path)
+    return m.group(1) if m else "default"
+
+
+def _k8s(res: FileResult, obj, locator: str, n: int, event_type: str, cluster: str, seen_at=None):
+    if not isinstance(obj, dict):
+        raise BadRecord("object is not a JSON object")
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        raise BadRecord("object has no metadata")
+    kind = obj.get("kind")
+    uid = meta.get("uid")
+    if not kind or not uid:
+        raise BadRecord("object lacks kind or metadata.uid")
+    if not isinstance(kind, str):
+        raise BadRecord(f"object kind is not a string: {str(kind)[:40]!r}")
+    res.add("k8s_objects", locator, n, obj, cluster=cluster, event_type=event_type, kind=kind,
+            uid=str(uid), resource_version=str(meta.get("resourceVersion") or ""),
+            seen_at=seen_at if isinstance(seen_at, str) else None)
+
+
+def _sub(locator: str, part: str) -> str:
+    return f"{locator} {part}".strip()
+
+
+def _one(res: FileResult, doc, locator: str, n: int) -> None:
+    """Route one document (a JSONL line, a whole file, or one item of a list)."""
+    kind = doc_kind(doc)
+    if kind == "k8s_watch_event":
+        t = doc.get("type")
+        if t == "BOOKMARK":
+            return res.skip("watch BOOKMARK (carries only a resourceVersion)")
+        if t == "ERROR":
+            obj = doc.get("object")
+            obj = obj if isinstance(obj, dict) else {}
+            raise BadRecord(f"watch ERROR event: {obj.get('code')} {obj.get('reason')}")
+        if not isinstance(t, str) or t not in WATCH_TYPES:
+            raise BadRecord(f"unknown watch event type {t!r}")
+        _k8s(res, doc["object"], locator, n, t, _cluster_of(res.path, doc.get("cluster")),
+             doc.get("seenAt"))
+    elif kind == "k8s_object":
+        _k8s(res, doc, locator, n, "LISTED", _cluster_of(res.path, None))
+    elif kind == "k8s_list":
+        for i, item in enumerate(doc["items"]):
+            _guard(res, lambda it=item, i=i: _k8s(res, it, _sub(locator, f"items[{i}]"), i, "LISTED",
+                                                   _cluster_of(res.path, None)),
+                   _sub(locator, f"items[{i}]"), i, item)
+    elif kind == "runpod_billing":
+        src = billing_source(doc)
+        pulled = text_or_none(x_recon(doc).get("pulledAt"))
+        for i, rec in enumerate(doc["records"]):
+            def one(rec=rec, i=i):
+                if not isinstance(rec, dict):
+                    raise BadRecord("billing record is not a JSON object")
+                require(rec, "startTime", "endTime")
+                check_amounts(rec, AMOUNT_KEYS)
+                res.add("runpod_billing", _sub(locator, f"records[{i}]"), i, rec, source=src,
+                        pulled_at=pulled)
+            _guard(res, one, _sub(locator, f"records[{i}]"), i, rec)
+    elif kind == "runpod_v1_billing":
+        for i, rec in enumerate(doc):
+            def one(rec=rec, i=i):
+                require(rec, "time", "timeBilledMs")
+                if not (rec.get("podId") or rec.get("endpointId")):
+                    raise BadRecord("v1 billing record has neither podId nor endpointId")
+                check_amounts(rec, AMOUNT_KEYS)
+                res.add("runpod_billing", _sub(locator, f"[{i}]"), i, rec,
+                        source="v1_pods" if rec.get("podId") else "v1_serverless", pulled_at=None)
+            _guard(res, one, _sub(locator, f"[{i}]"), i, rec)
+    elif kind in ("runpod_inventory", "runpod_workers"):
+        xr = x_recon(doc)
+        if kind == "runpod_workers":
+            key, inv, ep = "workers", "workers", xr.get("endpointId")
+            if not ep or not isinstance(ep, str):
+                raise BadRecord("workers snapshot without x_recon.endpointId (the API response "
+                                "does not name its endpoint)")
+        else:
+            key = next(k for k in INVENTORY_KEYS if isinstance(doc.get(k), list))
+            inv, ep = INVENTORY_KEYS[key], None
+        for i, item in enumerate(doc[key]):
+            def one(item=item, i=i):
+                if not isinstance(item, dict) or not item.get("id"):
+                    raise BadRecord(f"{key}[{i}] has no id")
+                res.add("runpod_inventory", _sub(locator, f"{key}[{i}]"), i, item, inventory_kind=inv,
+                        endpoint_id=ep, pulled_at=text_or_none(xr.get("pulledAt")))
+            _guard(res, one, _sub(locator, f"{key}[{i}]"), i, item)
+    elif kind == "serverless_job":
+        require(doc, "id", "endpointId", "completedAt")
+        check_amounts(doc, ("delayTime", "executionTime"))
+        res.add("serverless_jobs", locator, n, doc)
+    elif kind == "prometheus":
+        xr = doc.get("x_recon") if isinstance(doc.get("x_recon"), dict) else {}
+        query = str(xr.get("query") or "")
+        result = doc["data"].get("result")
+        if not isinstance(result, list):
+            raise BadRecord("Prometheus response without a data.result list")
+        for i, series in enumerate(result):
+            def one(series=series, i=i):
+                if not isinstance(series, dict) or not isinstance(series.get("metric"), dict):
+                    raise BadRecord(f"data.result[{i}] has no metric labels")
+                if not isinstance(series.get("values", series.get("value")), list):
+                    raise BadRecord(f"data.result[{i}] has no samples")
+                if "values" not in series:  # an instant vector: one sample
+                    series = {**series, "values": [series["value"]]}
+                res.add("prometheus_series", _sub(locator, f"data.result[{i}]"), i, series,
+                        cluster=_cluster_of(res.path, series["metric"].get("cluster")), query=query)
+            _guard(res, one, _sub(locator, f"data.result[{i}]"), i, series)
+    elif kind == "runpod_balance":
+        me = doc["data"]["myself"]
+        pulled = text_or_none(x_recon(doc).get("pulledAt")) or text_or_none(doc.get("observedAt"))
+        if not pulled:
+            raise BadRecord("balance reading without x_recon.pulledAt (when was it read?)")
+        check_amounts(me, ("clientBalance", "currentSpendPerHr", "spendLimit"))
+        require(me, "clientBalance", "currentSpendPerHr")
+        res.add("runpod_inventory", _sub(locator, "data.myself"), n, me, inventory_kind="balance",
+                endpoint_id=None, pulled_at=pulled)
+    elif kind == "runpod_health":
+        res.skip("serverless /health snapshot (kept for operators, not billing data)")
+    elif kind == "ground_truth":
+        res.skip("simulator ground truth, not an input")
+    elif kind == "empty_array":
+        res.skip("empty JSON array")
+    else:
+        raise BadRecord("not a recognised input record (expected a Kubernetes object/list/watch "
+                        "event, a Runpod v1/v2 billing or inventory response, or a job record)")
+
+
+def _guard(res: FileResult, fn, locator: str, n: int, record) -> None:
+    try:
+        fn()
+    except BadRecord as e:
+        res.quarantine(locator, n, str(e), record)
+
+
+def _open_bytes(path: Path) -> bytes:
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data
+
+
+def _concatenated(text: str):
+    """kubectl --watch -o json: pretty-printed JSON documents one after another."""
+    dec = json.JSONDecoder()
+    i, n = 0, len(text)
+    k = 0
+    line, counted = 1, 0  # line number of offset `counted` (counted incrementally: big files)
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            return
+        k += 1
+        line += text.count("\n", counted, i)
+        counted = i
+        try:
+            doc, j = dec.raw_decode(text, i)
+        except (json.JSONDecodeError, RecursionError) as e:
+            msg = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
+            yield k, line, None, f"invalid JSON in document {k} (starting line {line}): {msg}"
+            return
+        yield k, line, doc, None
+        i = j
+
+
+def _jsonl_line(res: FileResult, no: int, raw: bytes, partial: bool) -> None:
+    """One line of a JSON Lines file (`partial`: the file's last line, without a newline)."""
+    if not raw.strip():
+        return
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        why = ("truncated last line (file still being written?)" if partial
+               else f"invalid JSON: {e}")
+        res.quarantine(f"line {no}", no, why, raw.decode("utf-8", "replace"))
+        return
+    _guard(res, lambda d=doc, no=no: _one(res, d, f"line {no}", no), f"line {no}", no, doc)
+
+
+def read_file(path: Path, display: str) -> FileResult:
+    res = FileResult(path=display)
+    data = _open_bytes(path)
+    stripped = data.lstrip()
+    if not stripped:
+        res.kind = "empty"
+        res.quarantine("file", 0, "empty file", "")
+        return res
+    if data[:4] == b"PAR1":
+        if not focus.read_focus_parquet(res, path):
+            res.quarantine("file", 0, "Parquet file without FOCUS columns (ChargePeriodStart, "
+                           "BilledCost)", "")
+        return res
+    if stripped[:1] not in (b"{", b"[") and focus.looks_like_focus_header(
+            data[:4096].decode("utf-8", "replace").splitlines()[0]):
+        focus.read_focus_csv(res, data.decode("utf-8", "replace"))
+        return res
+    # Whole-document JSON first (a List, an envelope, a v1 array, an inventory response);
+    # JSON Lines and kubectl's concatenated output fail fast at their second document.
+    try:
+        whole = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        whole = None
+    if whole is not None:
+        res.kind = doc_kind(whole)
+        loc = "line 1 " if res.kind in ("k8s_watch_event", "serverless_job") else ""
+        _guard(res, lambda: _one(res, whole, loc, 1 if loc else 0), loc.strip() or "file",
+               1 if loc else 0, whole)
+        return res
+    lines = data.split(b"\n")
+    first = next((ln for ln in lines if ln.strip()), b"")
+    try:
+        orjson.loads(first)
+        jsonl = True
+    except orjson.JSONDecodeError:
+        jsonl = False
+    if jsonl:
+        res.kind = "jsonl"
+        last = len(lines)
+        for no, raw in enumerate(lines, start=1):
+            _jsonl_line(res, no, raw, no == last and not data.endswith(b"\n"))
+        return res
+    text = data.decode("utf-8", "replace")
+    if stripped[:1] == b"{":
+        res.kind = "concatenated_json"
+        for k, line, doc, err in _concatenated(text):
+            loc = f"document {k} (line {line})"
+            if err:
+                res.quarantine(loc, line, err, text[:2000])
+                break
+            _guard(res, lambda d=doc, loc=loc, line=line: _one(res, d, loc, line), loc, line,
+                   doc)
+        return res
+    res.kind = "unknown"
+    first_line = text.splitlines()[0][:200] if text else ""
+    res.quarantine("file", 0, "not JSON, JSON Lines or a recognised format", first_line)
+    return res
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _strings(values: list) -> pa.Array:
+    """A string array from Python str/None, built from buffers: pa.array() imports pandas
+    (0.2 s) to check for pandas objects. A str that is not valid UTF-8 (a lone surrogate)
+    raises UnicodeEncodeError, as pa.array does."""
+    import numpy as np
+
+    data = [b"" if v is None else v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in data], out=offsets[1:])
+    valid = None
+    if any(v is None for v in values):
+        valid = pa.py_buffer(np.packbits(np.array([v is not None for v in values]),
+                                         bitorder="little"))
+    return pa.LargeStringArray.from_buffers(len(data), pa.py_buffer(offsets),
+                                            pa.py_buffer(b"".join(data)), valid)
+
+
+def _int64s(values: list) -> pa.Array:
+    import numpy as np
+
+    return pa.Array.from_buffers(pa.int64(), len(values),
+                                 [None, pa.py_buffer(np.array(values, dtype=np.int64))])
+
+
+def _table(data: dict) -> pa.Table:
+    return pa.Table.from_arrays(
+        [_int64s(v) if c == "record_no" else _strings(v) for c, v in data.items()],
+        names=list(data))
+
+
+def arrow_rows(res: FileResult, table: str) -> pa.Table:
+    cols = COMMON + TABLES[table] + ["doc"]
+    rows = res.rows[table]
+    data = {c: [r.get(c) for r in rows] for c in cols}
+    data["source_file"] = [res.path] * len(rows)
+    return _table(data)
+
+
+def arrow_bad(res: FileResult) -> pa.Table:
+    cols = ["source_file", "record_no", "locator", "reason", "record"]
+    data = {c: [b.get(c) for b in res.bad] for c in cols}
+    data["source_file"] = [res.path] * len(res.bad)
+    return _table(data)
