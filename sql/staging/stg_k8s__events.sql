@@ -48,12 +48,22 @@ unified as (
     from source
 ),
 
+keyed as materialized (
+    select *, hash(cluster, event_uid) as key_hash from unified where last_at is not null
+),
+
+-- the latest version of an event; only repeated keys are ranked (see stg_k8s__pods)
+repeated as (
+    select key_hash from keyed group by all having count(*) > 1
+),
+
 final as (
-    select * from unified
-    where last_at is not null
-    qualify row_number() over (partition by cluster, event_uid
-                               order by try_cast(resource_version as hugeint) desc nulls last,
-                                        source_file desc, record_no desc) = 1
+    select * exclude (key_hash) from keyed anti join repeated using (key_hash)
+    union all
+    (select * exclude (key_hash) from keyed semi join repeated using (key_hash)
+     qualify row_number() over (partition by cluster, event_uid
+                                order by try_cast(resource_version as hugeint) desc nulls last,
+                                         source_file desc, record_no desc) = 1)
 )
 
 select * from final
