@@ -38,7 +38,7 @@ RAW_DDL = [
 ]
 
 
-DEFAULT_MEMORY_LIMIT = "1GB"  # bench/README.md: peak RSS of the 500-node day with and without
+DEFAULT_MEMORY_LIMIT = "1.5GB"  # the 500-node day peaks at 1.97 GiB RSS with it, 2.1 without (bench/README.md)
 
 # size and mtime of each landed file, to skip unchanged files without hashing them again
 FILE_STATS_DDL = """create table if not exists raw.file_stats (source_file varchar primary key,
