@@ -208,7 +208,23 @@ def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -
     rows = [(*r, None, None) for r in rows]
     rows += [(e.rate_kind, e.match_key, e.usd, e.valid_from, e.valid_to) for e in cfg.rate_card]
     if rows:
-        con.executemany("insert into config.rates values (?, ?, ?, ?, ?)", rows)
+        # one Arrow table, not executemany: 2,500 serverless rates took 1 s row by row
+        import pyarrow as pa
+
+        cols = list(zip(*rows))
+        tbl = pa.table({"rate_kind": pa.array(cols[0], pa.string()),
+                        "match_key": pa.array(cols[1], pa.string()),
+                        "usd": pa.array([str(v) for v in cols[2]], pa.string()),
+                        "valid_from": pa.array([None if v is None else str(v) for v in cols[3]],
+                                               pa.string()),
+                        "valid_to": pa.array([None if v is None else str(v) for v in cols[4]],
+                                             pa.string())})
+        con.register("_recon_rates", tbl)
+        try:
+            con.execute("insert into config.rates select rate_kind, match_key, "
+                        "usd::decimal(38, 12), valid_from::date, valid_to::date from _recon_rates")
+        finally:
+            con.unregister("_recon_rates")
     con.execute("""create or replace table config.savings_plans (plan_id varchar, gpu_type varchar,
                    gpu_count bigint, usd_per_gpu_hour decimal(38, 12), start_day date, end_day date,
                    upfront_usd decimal(38, 12))""")
