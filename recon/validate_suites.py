@@ -1,0 +1,164 @@
+"""Data-quality gate, the suites: `expectations/*.json` read and checked as plain JSON (no GX
+import), the SQL that reads a suite's batch from DuckDB, and GX's results put back in the suite
+file's order. `recon.validate` explains the design.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+SUITE_DIR = Path(__file__).resolve().parent.parent / "expectations"
+SEVERITIES = ("critical", "warning")
+SAMPLE = 5            # unexpected rows named in a message
+JSON_CHARS = 200      # JSON columns are read truncated to this many characters
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    path: Path
+    table: str | None
+    query: str | None
+    row_key: tuple[str, ...]
+    expectations: tuple[dict, ...]
+
+    def label(self, exp: dict) -> str:
+        return f"{exp['type']}({columns_of(exp['kwargs']) or ''})"
+
+
+def columns_of(kwargs: dict) -> str | None:
+    """The column(s) an expectation checks and its row condition, for `validation_results.column`.
+
+    With the type, this identifies an expectation within its suite (checked by `load_suites`).
+    """
+    if kwargs.get("column"):
+        cols = kwargs["column"]
+    elif kwargs.get("column_A"):
+        cols = f"{kwargs['column_A']}, {kwargs['column_B']}"
+    elif kwargs.get("column_list"):
+        cols = ", ".join(kwargs["column_list"])
+    else:
+        cols = None
+    cond = kwargs.get("row_condition")
+    if cond:
+        return f"{cols or ''} where {condition_text(cond)}".strip()
+    return cols
+
+
+def condition_columns(cond) -> set[str]:
+    """Columns named by a row condition: GX's serialized Condition (dicts) or a legacy string."""
+    if isinstance(cond, str):
+        return set(_IDENT.findall(cond))
+    if isinstance(cond, dict):
+        col = cond.get("column")
+        names = {col["name"]} if isinstance(col, dict) and "name" in col else set()
+        for sub in cond.get("conditions") or ():
+            names |= condition_columns(sub)
+        return names
+    return set()
+
+
+def condition_text(cond) -> str:
+    """`col op 'value'`, the same for the suite's JSON and GX's parsed Condition object."""
+    if hasattr(cond, "dict"):  # a GX Condition (pydantic)
+        cond = cond.dict()
+    if isinstance(cond, dict):
+        if "conditions" in cond:
+            return f" {cond.get('type', 'and')} ".join(f"({condition_text(c)})" for c in cond["conditions"])
+        col = (cond.get("column") or {}).get("name")
+        if cond.get("type") == "nullity":
+            return f"{col} is {'null' if cond.get('is_null') else 'not null'}"
+        op = cond.get("operator")
+        return f"{col} {getattr(op, 'value', op)} {cond.get('parameter')!r}"
+    return str(cond)
+
+
+def load_suites(suite_dir: str | Path | None = None, names=None) -> list[Suite]:
+    """Read and check every `*.json` suite of `suite_dir` (or only those named in `names`)."""
+    suite_dir = Path(suite_dir) if suite_dir else SUITE_DIR
+    out = []
+    for path in sorted(suite_dir.glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        name, meta = doc.get("name"), doc.get("meta") or {}
+        where = f"{path.name}"
+        if name != path.stem:
+            raise ValueError(f"{where}: suite name {name!r} must equal the file name {path.stem!r}")
+        if names is not None and name not in names:
+            continue
+        query = meta.get("query")
+        if isinstance(query, list):
+            query = "\n".join(query)
+        if bool(query) == bool(meta.get("table")):
+            raise ValueError(f"{where}: meta needs exactly one of 'table' or 'query'")
+        exps = doc.get("expectations") or []
+        seen = set()
+        for i, e in enumerate(exps):
+            sev = (e.get("meta") or {}).get("severity")
+            if sev not in SEVERITIES:
+                raise ValueError(f"{where}: expectations[{i}] ({e.get('type')}) needs meta.severity "
+                                 f"in {SEVERITIES}, has {sev!r}")
+            key = (e["type"], columns_of(e.get("kwargs") or {}))
+            if key in seen:
+                raise ValueError(f"{where}: two {e['type']} on {key[1]}: results are keyed by "
+                                 "(suite, expectation, column), merge them or add a row_condition")
+            seen.add(key)
+        out.append(Suite(name=name, path=path, table=meta.get("table"), query=query,
+                         row_key=tuple(meta.get("row_key") or ()), expectations=tuple(exps)))
+    if names is not None:
+        missing = set(names) - {s.name for s in out}
+        if missing:
+            raise ValueError(f"no suite named {sorted(missing)} in {suite_dir}")
+    return out
+
+
+def table_columns(con, table: str) -> list[tuple[str, str]]:
+    """(name, DuckDB type) of a table's or view's columns; raises if there is none."""
+    schema, _, name = table.rpartition(".")
+    cols = con.execute("select column_name, data_type from information_schema.columns "
+                       "where table_schema = ? and table_name = ? order by ordinal_position",
+                       [schema or "main", name]).fetchall()
+    if not cols:
+        raise duckdb.CatalogException(f"table {table} does not exist")
+    return cols
+
+
+def wanted_columns(suite: Suite) -> set[str]:
+    """The columns a table suite reads: its row key and what its expectations name."""
+    wanted = set(suite.row_key)
+    for e in suite.expectations:
+        kw = e.get("kwargs") or {}
+        wanted.update(c for k in ("column", "column_A", "column_B") if (c := kw.get(k)))
+        wanted.update(kw.get("column_list") or ())
+        wanted.update(condition_columns(kw.get("row_condition")))
+    return wanted
+
+
+def select_list(cols: list[tuple[str, str]], wanted: set[str]) -> list[str]:
+    return [f'left(cast({_q(c)} as varchar), {JSON_CHARS}) as {_q(c)}' if t == "JSON" else _q(c)
+            for c, t in cols if c in wanted]
+
+
+def batch_sql(con, suite: Suite) -> str:
+    """The SELECT whose result is the suite's batch."""
+    if suite.query:
+        return suite.query
+    select = select_list(table_columns(con, suite.table), wanted_columns(suite))
+    return f"select {', '.join(select) or '1 as _row'} from {suite.table}"
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _indexed(suite: Suite, results) -> list[tuple[int, object]]:
+    """GX results with the index of their expectation in the suite file (GX reorders them)."""
+    where = {(e["type"], columns_of(e.get("kwargs") or {})): i for i, e in enumerate(suite.expectations)}
+    return [(where.get((r.expectation_config.type, columns_of(r.expectation_config.kwargs)),
+                       len(where) + n), r) for n, r in enumerate(results)]
+
