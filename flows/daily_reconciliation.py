@@ -79,11 +79,12 @@ def pull_provider_window(landing_dir: str, start: date, end: date,
 
 
 @task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
-def build_marts(landing_dir: str, db: str, day: date, config: str | None = None) -> dict:
+def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
+                settle_seconds: int = 0) -> dict:
     """Land new/changed files of the landing area and build the marts for one UTC day."""
     from recon.pipeline import run
 
-    res = run(landing_dir, db, config, day_from=day, day_to=day)
+    res = run(landing_dir, db, config, day_from=day, day_to=day, settle_seconds=settle_seconds)
     log = logger()
     log.info("landed %d files: %d records in = %d loaded + %d quarantined + %d skipped; "
              "%d quarantined in staging", len(res.files), res.records_in, res.loaded,
@@ -255,13 +256,13 @@ def _run_name() -> str:
 
 def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = None,
                   pull_provider: bool = False, trailing_days: int = 1,
-                  validation: bool = True) -> dict:
+                  validation: bool = True, settle_seconds: int = 0) -> dict:
     """The daily steps in order; shared by the daily flow and the backfill flow."""
     if pull_provider:
         if trailing_days < 1:
             raise ValueError("trailing_days must be at least 1")
         pull_provider_window(landing_dir, day - timedelta(days=trailing_days - 1), day)
-    load = build_marts(landing_dir, db, day, config)
+    load = build_marts(landing_dir, db, day, config, settle_seconds)
     checked = validate_marts(db, day) if validation else {"skipped": "validation=false"}
     return publish_summary(db, day, load, checked)
 
@@ -270,7 +271,7 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
 def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landing",
                          db: str = "data/recon.duckdb", config: str | None = None,
                          pull_provider: bool = False, trailing_days: int = 3,
-                         validation: bool = True) -> dict:
+                         validation: bool = True, settle_seconds: int = 0) -> dict:
     """Reconcile one UTC day: landing area -> DuckDB marts -> summary artifacts.
 
     Args:
@@ -286,9 +287,13 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
             recent days are pulled again; a later pull of a bucket wins).
         validation: Run the data-quality gate (recon.validate, Great Expectations suites)
             before publishing; a critical failure fails the run.
+        settle_seconds: Leave files modified less than this long ago for a later run (the
+            collector appends to the current hour's file; landing it half-written would make
+            the next run land it again and rebuild staging in full). prefect.yaml sets 600.
     """
     return reconcile_day(parse_day(day), str(landing_dir), str(db),
-                         str(config) if config else None, pull_provider, trailing_days, validation)
+                         str(config) if config else None, pull_provider, trailing_days, validation,
+                         settle_seconds)
 
 
 def main(argv: list[str] | None = None) -> None:

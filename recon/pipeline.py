@@ -87,7 +87,7 @@ def summarise(con) -> list[dict]:
 
 def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str | Path | None = None,
         day_from: date | None = None, day_to: date | None = None, progress=None,
-        validate: bool = False) -> RunResult:
+        validate: bool = False, settle_seconds: float = 0) -> RunResult:
     """Land `input_dir` into `db`, rebuild every model, return the accounting and the summary.
 
     With `validate`, the Great Expectations suites run on the result (imported only then) and
@@ -101,7 +101,8 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         # one transaction: a run killed at any point leaves the warehouse as it was
         con.execute("begin transaction")
         try:
-            results = load_folder(con, input_dir, progress=progress, transaction=False)
+            results = load_folder(con, input_dir, progress=progress, transaction=False,
+                                  settle_seconds=settle_seconds)
             timings = {"load": time.perf_counter() - t0}
             t1 = time.perf_counter()
             write_config(con, cfg, day_from, day_to)

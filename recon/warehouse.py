@@ -7,8 +7,9 @@ Each file `sql/<layer>/<name>.sql` holds one SELECT and builds the table `<schem
 from __future__ import annotations
 
 import logging
-import re
 import os
+import re
+import time
 from dataclasses import asdict
 from datetime import date
 from pathlib import Path
@@ -98,8 +99,14 @@ def _read_safely(con, p: Path, display: str) -> FileResult:
         return r
 
 
-def load_folder(con, folder: str | Path, progress=None, transaction: bool = True) -> list[FileResult]:
+def load_folder(con, folder: str | Path, progress=None, transaction: bool = True,
+                settle_seconds: float = 0) -> list[FileResult]:
     """Land every file of `folder`; one transaction, so a killed run leaves the old state.
+
+    With `settle_seconds`, a file modified less than that long ago is still being written (the
+    collector appends to the current hour's file): it is not landed now but reported with that
+    reason, and a later run lands it whole — so a file never grows after landing, which would
+    make incremental staging rebuild in full.
 
     A file already landed is skipped when its size and mtime are those recorded when it was
     landed (`raw.file_stats`), else when its sha256 is unchanged; otherwise its rows are
@@ -127,10 +134,22 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
     con.execute("set force_compression = 'zstd'")
     own = _begin(con, transaction)
     try:
+        now_ns = time.time_ns()
         for i, p in enumerate(files):
             display = str(p.resolve())
             size, mtime = _stat_key(p)
             old = known.get(display)
+            if settle_seconds and now_ns - mtime < settle_seconds * 1e9 and (
+                    old is None or old[6:8] != (size, mtime)):
+                r = FileResult(path=display, unchanged=old is not None)
+                r.kind = "settling"
+                r.skip_reason = (f"modified {(now_ns - mtime) / 1e9:.0f} s ago (settle time "
+                                 f"{settle_seconds:g} s): still being written, landed by a later run")
+                if old is not None:  # what is landed of it stays as it was
+                    r.kind, r.records_in, r.loaded, r.quarantined, r.skipped = old[1:6]
+                log.info("%s: %s", display, r.skip_reason)
+                results.append(r)
+                continue
             same_stat = old is not None and old[6:] == (size, mtime, old[0])
             # a new file is hashed while it is read (below); a known one first, to skip it
             digest = old[0] if same_stat else None if old is None else sha256_of(p)
@@ -292,7 +311,6 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
     `timings` gets seconds per layer; `model_timings` (optional) seconds per model, keyed
     `<layer>.<name>` (the benchmark harness reads it, e.g. `marts.findings`).
     """
-    import time
 
     windowed = con.execute("select cfg('day_from') <> '0001-01-01' or cfg('day_to') <> '9999-12-31'"
                            ).fetchone()[0]

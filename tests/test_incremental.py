@@ -390,3 +390,43 @@ def test_dedupe_keeps_what_ranking_every_row_keeps(tmp_path):
     n = con.execute("select count(*) from staging.stg_runpod__jobs where job_id is null").fetchone()[0]
     assert 0 < n <= 3  # null ids: one per endpoint (incl. null), as partition by groups nulls
     con.close()
+
+
+def test_a_file_still_being_written_waits_for_a_later_run(daily, tmp_path):
+    """With a settle time, a file modified moments ago (the collector's current hour) is not
+    landed but reported; once it is left alone it lands whole, as a new file, so staging stays
+    incremental (no file ever grows after landing)."""
+    import time as _time
+
+    root, days = daily
+    land = tmp_path / "land"
+    land.mkdir()
+    shutil.copy(root / "daily" / "recon.toml", land / "recon.toml")
+    for d in days[:2]:
+        _add_day(root / "daily", d, land)
+    old = _time.time() - 3600
+    for p in land.rglob("*"):
+        if p.is_file():
+            os.utime(p, (old, old))
+    fresh = land / "k8s" / "cluster=sim-cluster" / "hour-now.jsonl"
+    pods = sorted(land.rglob("watch-pods*.jsonl"))[-1].read_bytes().splitlines(True)
+    fresh.parent.mkdir(parents=True, exist_ok=True)
+    fresh.write_bytes(b"".join(pods[:5]).replace(b'"uid":"', b'"uid":"late-'))
+    db = tmp_path / "w.duckdb"
+    res = run(land, db, day_from=days[1], day_to=days[1], settle_seconds=600)
+    waiting = [r for r in res.files if r.path == str(fresh.resolve())]
+    assert len(waiting) == 1 and "still being written" in waiting[0].skip_reason
+    con = connect(db)
+    assert con.execute("select count(*) from raw.files where source_file = ?",
+                       [str(fresh.resolve())]).fetchone()[0] == 0
+    con.close()
+    os.utime(fresh, (old, old))
+    res = run(land, db, day_from=days[1], day_to=days[1], settle_seconds=600)
+    landed = [r for r in res.files if r.path == str(fresh.resolve())]
+    assert landed[0].loaded == 5 and not landed[0].skip_reason
+    con = connect(db)
+    assert con.execute("select count(*) from meta.staged_files").fetchone()[0] == \
+        con.execute("select count(*) from raw.files").fetchone()[0]
+    assert con.execute("select count(*) from staging.stg_k8s__pods where pod_uid like 'late-%'"
+                       ).fetchone()[0] == 5
+    con.close()

@@ -98,7 +98,9 @@ def test_deploy_and_run_the_daily_deployment_with_a_process_worker(tmp_path):
             procs.append(subprocess.Popen(
                 [*PREFECT, "worker", "start", "--pool", "recon-process"], env=cli_env,
                 cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-        params = json.dumps({"day": DAY, "landing_dir": str(landing), "db": str(db)})
+        # settle 0: the test's files were just written (prefect.yaml's 600 s would leave them)
+        params = json.dumps({"day": DAY, "landing_dir": str(landing), "db": str(db),
+                             "settle_seconds": 0})
         out = cli("deployment", "run", "daily-reconciliation/daily-reconciliation",
                   "--params", params)
         m = re.search(r"UUID:\s*([0-9a-f-]{36})", out)
