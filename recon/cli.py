@@ -68,6 +68,8 @@ def print_summary(res) -> None:
         if f.quarantined:
             err.print(f"[yellow]{f.path}: {f.quarantined} record(s) quarantined "
                       f"(see `recon quarantine`)[/yellow]")
+        if f.kind == "settling":
+            err.print(f"[yellow]{f.path}: {f.skip_reason}[/yellow]")
 
 
 @app.command()
@@ -95,7 +97,10 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
             day_to: Optional[str] = typer.Option(None, "--to", help="Last UTC day, inclusive"),
             verbose: bool = typer.Option(False, "-v", help="Log every quarantined record"),
             validate: bool = typer.Option(True, help="Run the Great Expectations suites (a few "
-                                                     "seconds); a critical failure exits 1")):
+                                                     "seconds); a critical failure exits 1"),
+            settle: float = typer.Option(0, "--settle", help="Leave files modified less than "
+                                         "this many seconds ago for a later run (still being "
+                                         "written)")):
     """Load every file of a folder, build the marts, print the summary.
 
     Example: recon run --input /data/landing --db data/recon.duckdb --from 2026-06-01 --to 2026-06-01
@@ -106,7 +111,8 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
     try:
         res = run(input, db, config, _day(day_from), _day(day_to),
                   progress=lambda i, n, name: err.print(f"[dim]loaded {i}/{n} {name}[/dim]")
-                  if n > 20 and i % max(1, n // 10) == 0 else None, validate=validate)
+                  if n > 20 and i % max(1, n // 10) == 0 else None, validate=validate,
+                  settle_seconds=settle)
     except (FileNotFoundError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2)
