@@ -1,4 +1,5 @@
 -- grain: one row per KEDA ScaledObject / ScaledJob (cluster, kind, namespace, name), latest version.
+-- incremental: key (cluster, kind, namespace, name) order (try_cast(resource_version as hugeint) desc nulls last, source_file desc, record_no desc)
 with source as (
     select * from raw.k8s_objects where kind in ('ScaledObject', 'ScaledJob')
 ),
@@ -14,7 +15,10 @@ final as (
         case when kind = 'ScaledObject'
              then coalesce(try_cast(doc ->> '$.spec.cooldownPeriod' as bigint), 300) end
             as cooldown_seconds,
-        coalesce(try_cast(doc ->> '$.spec.minReplicaCount' as bigint), 0) as min_replicas
+        coalesce(try_cast(doc ->> '$.spec.minReplicaCount' as bigint), 0) as min_replicas,
+        resource_version,
+        source_file,
+        record_no
     from source
     qualify row_number() over (partition by cluster, kind, doc ->> '$.metadata.namespace',
                                             doc ->> '$.metadata.name'
