@@ -74,7 +74,8 @@ backfilled as (
         coalesce(p.task_finished_at, p.last_seen_at, '2100-01-01'::timestamptz) as window_end_at,
         'prometheus' as lifecycle_source
     from intermediate.int_k8s__prometheus_pods p
-    where not exists (select 1 from folded f
+    -- every watched pod, not only a windowed run's scope: a pod the watch saw is never backfilled
+    where not exists (select 1 from staging.stg_k8s__pod_life f
                       where f.cluster = p.cluster and (f.pod_uid = p.pod_uid
                             or (f.namespace = p.namespace and f.pod_name = p.pod_name)))
 ),

@@ -6,6 +6,8 @@ with final as (
     select
         cluster,
         pod_uid,
+        arg_max(namespace, created_at) as namespace,
+        arg_max(pod_name, created_at) as pod_name,
         max(node_name) as node_name,
         min(created_at) as created_at,
         coalesce(max(main_finished_at),

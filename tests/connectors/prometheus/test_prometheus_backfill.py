@@ -95,3 +95,32 @@ def test_prometheus_error_is_named(prom, tmp_path):
     with pytest.raises(RuntimeError, match="kube_pod_info.*HTTP 400"):
         pull_kube_state_metrics(tmp_path, prom + "/bogus", datetime(2026, 5, 20, tzinfo=timezone.utc),
                                 datetime(2026, 5, 21, tzinfo=timezone.utc))
+
+
+def test_a_watched_pod_is_never_backfilled_even_outside_a_windows_scope(prom, tmp_path):
+    """The same pod in kube-state-metrics and in the watch: the watch wins, also in a windowed
+    run whose scope no longer holds that pod's versions (a late day of the same node)."""
+    from datetime import date, timedelta
+
+    from tests.engine.build import World
+
+    w = World(tmp_path / "w")
+    t0 = datetime(2026, 5, 20, 10, 0, tzinfo=timezone.utc)
+    w.node("gpu-a", "gpu-a", t0 - timedelta(minutes=5), t0 - timedelta(minutes=2))
+    w.pod("train-abcde", "gpu-a", t0, t0 + timedelta(minutes=5), t0 + timedelta(hours=1))
+    w.compute("gpu-a", t0 - timedelta(minutes=5), t0 + timedelta(hours=1, minutes=30), Decimal("1"))
+    late = t0 + timedelta(days=3)
+    w.pod("later-job", "gpu-a", late, late + timedelta(minutes=5), late + timedelta(hours=1))
+    w.compute("gpu-a", late - timedelta(minutes=5), late + timedelta(hours=1), Decimal("1"))
+    landing = w.write()
+    pull_kube_state_metrics(landing, prom, datetime(2026, 5, 20, tzinfo=timezone.utc),
+                            datetime(2026, 5, 21, tzinfo=timezone.utc), step="60s")
+    db = tmp_path / "db.duckdb"
+    run(landing, db, day_from=date(2026, 5, 23), day_to=date(2026, 5, 23))
+    con = connect(db, read_only=True)
+    sources = con.execute("select lifecycle_source, count(*) from intermediate.int_k8s__workloads "
+                          "where pod_name = 'train-abcde' group by all").fetchall()
+    assert sources == [], sources  # not in the window's scope, and not backfilled either
+    assert con.execute("select count(*) from marts.workload_lifecycle where pod_name = 'later-job'"
+                       ).fetchone()[0] == 1
+    con.close()
