@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 INCREMENTAL = re.compile(
     r"^-- incremental: (?:key \((?P<key>[^)]*)\) order \((?P<order>.*)\)|(?P<append>append)"
-    r"|recompute key \((?P<rkey>[^)]*)\) from (?P<src>[a-z0-9_]+))\s*$", re.M)
+    r"|recompute key \((?P<rkey>[^)]*)\) from (?P<src>[a-z0-9_]+))\s*$", re.MULTILINE)
 RAW_REF = re.compile(r"\braw\.([a-z0-9_]+)\b")
 META_DDL = [
     "create schema if not exists meta",

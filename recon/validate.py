@@ -134,6 +134,9 @@ class GxSession:
         )
 
         self._gx, self._config = gx, ExpectationConfiguration
+        # GX announces its ephemeral docs folder at INFO on every context: not the user's news
+        for name in ("great_expectations", "great_expectations.data_context.types.base"):
+            logging.getLogger(name).setLevel(logging.WARNING)
         self.context = gx.get_context(mode="ephemeral")
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         source = self.context.data_sources.add_pandas("recon")

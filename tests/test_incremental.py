@@ -95,7 +95,7 @@ def test_daily_runs_parse_only_new_files_and_equal_a_full_rebuild(daily, tmp_pat
 
 
 def test_a_replaced_file_rebuilds_staging_in_full(daily, tmp_path):
-    root, days = daily
+    root, _days = daily
     land = tmp_path / "land"
     shutil.copytree(root / "daily", land)
     db = tmp_path / "w.duckdb"
@@ -114,7 +114,7 @@ def test_a_replaced_file_rebuilds_staging_in_full(daily, tmp_path):
 
 
 def test_a_changed_model_is_rebuilt(daily, tmp_path, monkeypatch):
-    root, days = daily
+    root, _days = daily
     land = tmp_path / "land"
     shutil.copytree(root / "daily", land)
     db = tmp_path / "w.duckdb"
@@ -145,18 +145,18 @@ def test_records_repeated_in_a_later_file_compete_like_a_full_rebuild(daily, tmp
     for d in days[:2]:
         _add_day(root / "daily", d, land)
         run(land, db, day_from=d, day_to=d)
-    pods = sorted(land.rglob("watch-pods*.jsonl"))[0]
+    pods = min(land.rglob("watch-pods*.jsonl"))
     k8s = pods.parent
     # sorts before the original: its copies of pod versions win in stg_k8s__pods
     (k8s / "0-replay-pods.jsonl").write_bytes(b"".join(pods.read_bytes().splitlines(True)[::3]))
-    jobs = sorted(land.rglob("*jobs*.jsonl"))[0]
+    jobs = min(land.rglob("*jobs*.jsonl"))
     changed = []
     for line in jobs.read_bytes().splitlines()[::4]:
         doc = orjson.loads(line)
         doc["executionTime"] = 1234
         changed.append(orjson.dumps(doc))
     (jobs.parent / "zz-replay-jobs.jsonl").write_bytes(b"\n".join(changed) + b"\n")
-    bills = sorted(land.rglob("billing-pods*.json"))[0]
+    bills = min(land.rglob("billing-pods*.json"))
     shutil.copy(bills, bills.parent / "zz-replay-billing-pods.json")
     _add_day(root / "daily", days[2], land)
     run(land, db, day_from=days[2], day_to=days[2])
@@ -409,7 +409,7 @@ def test_a_file_still_being_written_waits_for_a_later_run(daily, tmp_path):
         if p.is_file():
             os.utime(p, (old, old))
     fresh = land / "k8s" / "cluster=sim-cluster" / "hour-now.jsonl"
-    pods = sorted(land.rglob("watch-pods*.jsonl"))[-1].read_bytes().splitlines(True)
+    pods = max(land.rglob("watch-pods*.jsonl")).read_bytes().splitlines(True)
     fresh.parent.mkdir(parents=True, exist_ok=True)
     fresh.write_bytes(b"".join(pods[:5]).replace(b'"uid":"', b'"uid":"late-'))
     db = tmp_path / "w.duckdb"
