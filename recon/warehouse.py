@@ -46,7 +46,14 @@ FILE_STATS_DDL = """create table if not exists raw.file_stats (source_file varch
     bytes bigint, mtime_ns bigint, sha256 varchar)"""
 
 
+SCHEMAS = ("raw", "config", "meta", "staging", "scope", "intermediate", "marts", "checks")
+
+
 def connect(path: str | Path | None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    if path is not None and Path(path).stem.lower() in SCHEMAS:
+        # DuckDB names the catalog after the file: `raw.duckdb` makes every `raw.x` ambiguous
+        raise ValueError(f"{path}: a warehouse file may not be named after one of its schemas "
+                         f"({', '.join(SCHEMAS)}); use e.g. recon.duckdb")
     if path is not None and not read_only:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(path) if path else ":memory:", read_only=read_only)

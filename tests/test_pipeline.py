@@ -117,3 +117,11 @@ def test_memory_limit_defaults_to_a_bound_and_is_configurable(monkeypatch):
     monkeypatch.setenv("RECON_MEMORY_LIMIT", "2GB; drop table x")
     with pytest.raises(ValueError, match="RECON_MEMORY_LIMIT"):
         setting()
+
+
+def test_a_warehouse_named_after_a_schema_is_refused_clearly(tmp_path):
+    from recon.warehouse import connect
+
+    with pytest.raises(ValueError, match="named after one of its schemas"):
+        connect(tmp_path / "raw.duckdb")
+    connect(tmp_path / "rawdata.duckdb").close()
