@@ -1,7 +1,8 @@
 -- grain: one row per billed instance whose billed compute touches the window: where the island of
--- contiguous compute buckets it is in began (never after the window's lo). A compute session
--- lies inside one island, so everything a session overlapping the window needs (its first
--- bucket, the pods that ran in it) is read from that instant on.
+-- contiguous compute buckets it is in began and ended (never inside the window's [lo, hi)). A
+-- compute session lies inside one island, so everything a session overlapping the window needs
+-- (its first bucket, the pods that ran in it, a task after the window that makes the window's
+-- gap idle rather than tail) is read over that span.
 with buckets as (
     -- compute buckets only: a stopped pod's volume bills on for days, but only compute makes
     -- sessions (storage is classified bucket by bucket)
@@ -37,7 +38,8 @@ spans as (
 ),
 
 final as (
-    select s.resource_id, least(min(s.island_start), any_value(w.lo)) as scope_start
+    select s.resource_id, least(min(s.island_start), any_value(w.lo)) as scope_start,
+           greatest(max(s.island_end), any_value(w.hi)) as scope_end
     from spans s cross join scope.window w
     where s.island_start < w.hi and s.island_end > w.lo
     group by s.resource_id

@@ -8,7 +8,7 @@ with kept as (
     left join intermediate.int_k8s__node_resources n
       on n.cluster is not distinct from l.cluster and n.node_name = l.node_name
     left join scope.resource_bounds r on r.resource_id = n.resource_id
-    where l.created_at < w.hi and l.window_end_at > coalesce(r.scope_start, w.lo)
+    where l.created_at < coalesce(r.scope_end, w.hi) and l.window_end_at > coalesce(r.scope_start, w.lo)
 ),
 
 final as (
