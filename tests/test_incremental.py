@@ -433,8 +433,8 @@ def test_a_file_still_being_written_waits_for_a_later_run(daily, tmp_path):
 
 
 def test_a_task_after_the_window_in_the_same_session_is_read(tmp_path):
-    """A node billed from day 1 to day 4 with tasks on day 1 and day 4: day 2 is an idle gap
-    between tasks, not a tail — which a window run for day 2 can only tell by reading the
+    """A node billed from day 1 to day 6 with tasks on day 1 and day 6: day 3 is an idle gap
+    between tasks, not a tail — which a window run for day 3 can only tell by reading the
     island to its end (a backfill has the later days already)."""
     from datetime import date
     from decimal import Decimal
@@ -446,14 +446,14 @@ def test_a_task_after_the_window_in_the_same_session_is_read(tmp_path):
     w = World(tmp_path / "w")
     w.node("n1", "pod1", t("09:50"), t("09:58"))
     w.pod("job-1", "n1", t("10:00"), t("10:05"), t("11:00"))
-    w.pod("job-2", "n1", t("10:00", day=3), t("10:05", day=3), t("11:00", day=3))
-    w.compute("pod1", t("09:50"), t("12:00", day=3), Decimal("0.86"))
+    w.pod("job-2", "n1", t("10:00", day=5), t("10:05", day=5), t("11:00", day=5))
+    w.compute("pod1", t("09:50"), t("12:00", day=5), Decimal("0.86"))
     d = w.write()
     full, win = tmp_path / "full.duckdb", tmp_path / "win.duckdb"
     run(d, full)
-    run(d, win, day_from=date(2026, 6, 2), day_to=date(2026, 6, 2))
+    run(d, win, day_from=date(2026, 6, 3), day_to=date(2026, 6, 3))
     q = ("select category, sum(seconds) from marts.billed_segments where resource_id = 'pod1' "
-         "and day = '2026-06-02' group by all order by 1")
+         "and day = '2026-06-03' group by all order by 1")
     got = {}
     for name, db in (("full", full), ("win", win)):
         con = duckdb.connect(str(db), read_only=True)
