@@ -426,5 +426,5 @@ def require_built(con, day_from: date, day_to: date, what: str) -> None:
     if day_from < date.fromisoformat(lo) or day_to > date.fromisoformat(hi):
         raise ValueError(
             f"{what} for {day_from}..{day_to} reads intermediate tables, which hold the last run's "
-            f"window {lo}..{hi} only. Run `recon run <input> --from {day_from} --to {day_to}` first "
-            f"(landed files are not read again), or a run without --from/--to.")
+            f"window {lo}..{hi} only. Run `recon run --input <folder> --from {day_from} "
+            f"--to {day_to}` first (landed files are not read again), or a run without a window.")
