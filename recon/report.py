@@ -44,7 +44,8 @@ LINGER_COLOUR, WORKLOAD_COLOUR, FINDING_COLOUR = "#7b1fa2", "#1565c0", "#cf222e"
 
 
 def money(v) -> str:
-    return str(Decimal(v or 0).quantize(CENT, rounding=ROUND_HALF_EVEN))
+    # `+ 0` turns a -0.00 (a negative residue below a cent) into 0.00: finance reads the sign
+    return str(Decimal(v or 0).quantize(CENT, rounding=ROUND_HALF_EVEN) + 0)
 
 
 def esc(v) -> str:
@@ -182,7 +183,7 @@ def _split_rows(data) -> str:
         s, a = data["groups"][key]
         if key == "unsplit" and money(a) == "0.00":
             continue
-        share = f"{(a / billed * 100).quantize(Decimal('0.1'))} %" if billed else ""
+        share = f"{(a / billed * 100).quantize(Decimal('0.1')) + 0} %" if billed else ""
         rows.append(f'<tr><td><span class="sw" style="background:{colour}"></span>{esc(label)}</td>'
                     f'<td>{esc(", ".join(cats))}</td><td class="num">{s:.0f}</td>'
                     f'<td class="num">$<span data-metric="{key}">{money(a)}</span></td>'

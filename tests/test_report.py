@@ -257,3 +257,12 @@ def test_cli_schema_lists_every_mart_column():
 
 def test_chromium_is_where_the_tests_expect_it():
     assert shutil.which("chromium") == str(CHROMIUM) or CHROMIUM.exists()
+
+
+def test_money_never_shows_minus_zero():
+    from decimal import Decimal
+
+    from recon.report import money
+
+    assert money(Decimal("-0.0000001")) == "0.00"  # a residue below a cent has no sign
+    assert money(Decimal("-1.235")) == "-1.24" and money(Decimal("2.345")) == "2.34"
