@@ -244,46 +244,28 @@ def child_run(spec: dict) -> dict:
         out["marts_rows"] = dict(con.execute(
             "select table_name, estimated_size from duckdb_tables() where schema_name = 'marts'"
         ).fetchall())
-        # validation: recon.validate.validate(con, run_id) when it exists (written elsewhere)
+        # validation: the flow's data-quality gate (Great Expectations' import timed apart)
         if spec.get("validation", True):
-            try:
-                from recon import validate as v
-                fn = v.validate
-            except (ImportError, AttributeError) as e:
-                out["validation_skipped"] = f"recon.validate.validate unavailable: {e}"
-            else:
-                reset_hwm()
-                t = time.perf_counter()
-                try:
-                    import great_expectations  # noqa: F401  (its import is timed on its own)
-                    st["gx_import"] = time.perf_counter() - t
-                except ImportError:
-                    pass
-                t = time.perf_counter()
-                try:
-                    rep = fn(con, "bench")
-                    st["validation"] = time.perf_counter() - t
-                    out["validation_result"] = getattr(rep, "summary", lambda: str(rep))()
-                except Exception as e:  # noqa: BLE001  (someone else's module, in progress)
-                    out["validation_skipped"] = f"validate() raised {type(e).__name__}: {e}"[:300]
-                out["rss_mib"]["validation"] = hwm_kib() / 1024
-        # exports: the day's costs/findings CSVs (recon.exports.export_day) when present
+            reset_hwm()
+            t = time.perf_counter()
+            import great_expectations  # noqa: F401
+            st["gx_import"] = time.perf_counter() - t
+            from recon.validate import validate
+
+            t = time.perf_counter()
+            out["validation_result"] = validate(con, "bench").summary()
+            st["validation"] = time.perf_counter() - t
+            out["rss_mib"]["validation"] = hwm_kib() / 1024
+        # exports: the day's costs/findings CSVs
         if spec.get("exports", True):
-            try:
-                from recon import exports as ex
-                fn = ex.export_day
-            except (ImportError, AttributeError) as e:
-                out["exports_skipped"] = f"recon.exports.export_day unavailable: {e}"
-            else:
-                reset_hwm()
-                t = time.perf_counter()
-                try:
-                    with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp:
-                        fn(con, spec["export_day"], tmp)
-                    st["exports"] = time.perf_counter() - t
-                except Exception as e:  # noqa: BLE001
-                    out["exports_skipped"] = f"export_day raised {type(e).__name__}: {e}"[:300]
-                out["rss_mib"]["exports"] = hwm_kib() / 1024
+            from recon.exports import export_day
+
+            reset_hwm()
+            t = time.perf_counter()
+            with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp:
+                export_day(con, spec["export_day"], tmp)
+            st["exports"] = time.perf_counter() - t
+            out["rss_mib"]["exports"] = hwm_kib() / 1024
     finally:
         con.close()
     st["daily_total"] = sum(st.get(k) or 0 for k in ("import", "pipeline_run", "validation",
@@ -589,9 +571,8 @@ def summarise(runs: list[dict]) -> dict:
         for m, v in r["models"].items():
             models.setdefault(m, []).append(v)
     s["models"] = {m: med(v) for m, v in sorted(models.items(), key=lambda kv: -med(kv[1]))}
-    for k in ("validation_skipped", "exports_skipped", "validation_result"):
-        if runs[0].get(k):
-            s[k] = runs[0][k]
+    if runs[0].get("validation_result"):
+        s["validation_result"] = runs[0]["validation_result"]
     return s
 
 
@@ -636,9 +617,6 @@ def print_table(res: dict) -> None:
         print(f"{k:<40}{v if isinstance(v, str) else f'{v:.3f}'}")
     print("top models (median s): " + ", ".join(f"{k} {v:.3f}"
                                                 for k, v in list(s["models"].items())[:8]))
-    for k in ("validation_skipped", "exports_skipped"):
-        if s.get(k):
-            print(f"note: {s[k]}")
     if res.get("fixed"):
         print("fixed costs (median s): " + ", ".join(
             f"{k} {v['median']:.3f}" for k, v in res["fixed"].items() if v["median"] is not None))

@@ -5,9 +5,10 @@ A staging model whose SQL carries a header line
     -- incremental: key (<columns>) order (<order by list>)
     -- incremental: append
 
-is a per-row transform of `raw.*` rows, deduplicated at the end by
-`qualify row_number() over (partition by <key> order by <order>) = 1` (or not at all: append).
-Such a model is kept between runs. A run that only added files parses just those files' raw
+is a per-row transform of `raw.*` rows. The header *is* its dedupe: the model's SELECT yields
+every row, and `deduped` keeps one row per key, the first under the order (as
+`qualify row_number() over (partition by <key> order by <order>) = 1` would, ranking only the
+rows whose key repeats); `append` keeps every row. Such a model is kept between runs. A run that only added files parses just those files' raw
 rows (the model's SQL with every `raw.<t>` read through a view of the new files' rows) and
 merges them: rows of the same key, old and new, compete again under the model's own order, so
 the table equals a full rebuild. `meta.staged_files` records which landed files (by sha256) the
@@ -52,6 +53,28 @@ def spec_of(sql: str) -> Spec | None:
     if m.group("src"):
         return Spec(tuple(c.strip() for c in m.group("rkey").split(",")), None, m.group("src"))
     return Spec(tuple(c.strip() for c in m.group("key").split(",")), m.group("order").strip())
+
+
+def deduped(sql: str) -> str:
+    """The model's rows, one per key of its `-- incremental: key … order …` header.
+
+    Only rows whose key hash repeats are ranked: ranking every row (2 M jobs a day) costs more
+    than the model's own parse; a hash collision merely ranks a few more rows, each in its own
+    partition. Other models come back unchanged."""
+    spec = spec_of(sql)
+    if spec is None or spec.order is None:
+        return sql
+    key = ", ".join(spec.key)
+    return f"""with _recon_rows as materialized (
+    select *, hash({key}) as _recon_key_hash from (
+{sql}
+    )
+),
+_recon_repeated as (select _recon_key_hash from _recon_rows group by all having count(*) > 1)
+select * exclude (_recon_key_hash) from _recon_rows anti join _recon_repeated using (_recon_key_hash)
+union all
+(select * exclude (_recon_key_hash) from _recon_rows semi join _recon_repeated using (_recon_key_hash)
+ qualify row_number() over (partition by {key} order by {spec.order}) = 1)"""
 
 
 def sql_hash(sql: str) -> str:
@@ -108,7 +131,7 @@ class StagingState:
         """Merge the delta of `sql` into `table` (e.g. `staging.stg_k8s__pods`)."""
         spec = spec_of(sql)
         con = self.con
-        con.execute(f"create or replace temp table _recon_delta as\n{self.delta_sql(sql)}")
+        con.execute(f"create or replace temp table _recon_delta as\n{deduped(self.delta_sql(sql))}")
         try:
             if spec.key is None:
                 con.execute(f"insert into {table} by name select * from _recon_delta")

@@ -2,6 +2,8 @@
 
 Each file `sql/<layer>/<name>.sql` holds one SELECT and builds the table `<schema>.<name>`
 (layer staging → schema staging, intermediate → intermediate, marts → marts, checks → checks).
+A staging model with an `-- incremental: key (…) order (…)` header yields every row; the build
+keeps one per key (`recon.incremental.deduped`), the same rule for full builds and merges.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 import duckdb
 
 from .config import Config, is_config_file
-from .incremental import StagingState
+from .incremental import StagingState, deduped
 from .ingest.load import (
     TABLES, FileResult, arrow_bad, arrow_rows, land_jsonl, land_list, read_file, sha256_of,
 )
@@ -382,7 +384,7 @@ def _build_one(con, staged: StagingState, layer: str, name: str, body: str, exis
         elif mode == "recompute":
             staged.recompute(table, body)
         elif mode == "full":
-            con.execute(f"create or replace table {table} as\n{body}")
+            con.execute(f"create or replace table {table} as\n{deduped(body)}")
             staged.built(name, body)
         return
     if not (windowed and layer == "marts"):

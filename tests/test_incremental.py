@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recon.incremental import spec_of
+from recon.incremental import deduped, spec_of
 from recon.pipeline import run
 from recon.warehouse import SQL_DIR, connect, sql_models
 
@@ -59,7 +59,7 @@ def full_copy(con, schema: str, tables) -> None:
     con.execute(f"create schema if not exists {schema}")
     for t in tables:
         body = (SQL_DIR / "staging" / f"{t}.sql").read_text().strip().rstrip(";")
-        con.execute(f"create or replace table {schema}.{t} as {body}")
+        con.execute(f"create or replace table {schema}.{t} as {deduped(body)}")
 
 
 def test_the_big_staging_models_are_incremental():
@@ -379,10 +379,10 @@ def test_dedupe_keeps_what_ranking_every_row_keeps(tmp_path):
     }
     for model, (key, order) in reference.items():
         body = (SQL_DIR / "staging" / f"{model}.sql").read_text()
-        # every row of the model before its dedupe (the CTE the dedupe reads), ranked plainly
+        # every row the model yields (its header is the dedupe), ranked plainly
         ranked = f"""select source_file, record_no from (
-            {body.strip().rstrip(';').rsplit('select * from final', 1)[0]}
-            select * from keyed) qualify row_number() over (partition by {key} order by {order}) = 1"""
+            {body.strip().rstrip(';')}
+            ) qualify row_number() over (partition by {key} order by {order}) = 1"""
         kept = f"select source_file, record_no from staging.{model}"
         assert con.execute(f"select count(*) from ({ranked})").fetchone()[0] > 100
         for a, b in ((ranked, kept), (kept, ranked)):

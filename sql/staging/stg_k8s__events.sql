@@ -3,6 +3,7 @@
 -- metadata.creationTimestamp (reference/kubernetes-lifecycle.md).
 -- Each document is parsed once (json_transform into a struct), not once per field.
 -- incremental: key (cluster, event_uid) order (try_cast(resource_version as hugeint) desc nulls last, source_file desc, record_no desc)
+-- (that header is the dedupe: the build keeps one row per key, the first in that order)
 with source as materialized (
     select
         cluster, uid, resource_version, source_file, record_no,
@@ -48,22 +49,8 @@ unified as (
     from source
 ),
 
-keyed as materialized (
-    select *, hash(cluster, event_uid) as key_hash from unified where last_at is not null
-),
-
--- the latest version of an event; only repeated keys are ranked (see stg_k8s__pods)
-repeated as (
-    select key_hash from keyed group by all having count(*) > 1
-),
-
 final as (
-    select * exclude (key_hash) from keyed anti join repeated using (key_hash)
-    union all
-    (select * exclude (key_hash) from keyed semi join repeated using (key_hash)
-     qualify row_number() over (partition by cluster, event_uid
-                                order by try_cast(resource_version as hugeint) desc nulls last,
-                                         source_file desc, record_no desc) = 1)
+    select * from unified where last_at is not null
 )
 
 select * from final

@@ -1,5 +1,6 @@
 -- grain: one row per distinct Node version (cluster, node_uid, resource_version).
 -- incremental: key (cluster, node_uid, resource_version) order (source_file, record_no)
+-- (that header is the dedupe: the build keeps one row per key, the first in that order)
 with source as (
     select * from raw.k8s_objects where kind = 'Node'
 ),
@@ -23,9 +24,6 @@ final as (
         source_file,
         record_no
     from source
-    qualify row_number() over (
-        partition by cluster, uid, coalesce(nullif(resource_version, ''), md5(doc::varchar))
-        order by source_file, record_no) = 1
 )
 
 select * from final

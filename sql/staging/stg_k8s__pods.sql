@@ -3,6 +3,7 @@
 -- Each document is parsed once (json_transform into a struct), not once per field; metadata is
 -- kept as JSON and read again (small) so that labels stay JSON null when the document says null.
 -- incremental: key (cluster, pod_uid, resource_version) order (source_file, record_no)
+-- (that header is the dedupe: the build keeps one row per key, the first in that order)
 with source as materialized (
     select
         cluster, uid, event_type, source_file, record_no,
@@ -68,7 +69,7 @@ with_main as (
     from typed
 ),
 
-shaped as (
+final as (
     select
         cluster, pod_uid, resource_version, event_type, namespace, pod_name, node_name,
         created_at, deletion_at, deletion_grace_seconds, kubelet_started_at, phase, labels,
@@ -88,24 +89,6 @@ shaped as (
         source_file,
         record_no
     from with_main
-),
-
--- one row per version: only rows whose key hash repeats are ranked (ranking every row costs
--- more than the parse; a hash collision merely ranks a few more rows, each in its own partition)
-keyed as materialized (
-    select *, hash(cluster, pod_uid, resource_version) as key_hash from shaped
-),
-
-repeated as (
-    select key_hash from keyed group by all having count(*) > 1
-),
-
-final as (
-    select * exclude (key_hash) from keyed anti join repeated using (key_hash)
-    union all
-    (select * exclude (key_hash) from keyed semi join repeated using (key_hash)
-     qualify row_number() over (
-         partition by cluster, pod_uid, resource_version order by source_file, record_no) = 1)
 )
 
 select * from final

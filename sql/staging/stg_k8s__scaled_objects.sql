@@ -1,5 +1,6 @@
 -- grain: one row per KEDA ScaledObject / ScaledJob (cluster, kind, namespace, name), latest version.
 -- incremental: key (cluster, kind, namespace, name) order (try_cast(resource_version as hugeint) desc nulls last, source_file desc, record_no desc)
+-- (that header is the dedupe: the build keeps one row per key, the first in that order)
 with source as (
     select * from raw.k8s_objects where kind in ('ScaledObject', 'ScaledJob')
 ),
@@ -20,10 +21,6 @@ final as (
         source_file,
         record_no
     from source
-    qualify row_number() over (partition by cluster, kind, doc ->> '$.metadata.namespace',
-                                            doc ->> '$.metadata.name'
-                               order by try_cast(resource_version as hugeint) desc nulls last,
-                                        source_file desc, record_no desc) = 1
 )
 
 select * from final

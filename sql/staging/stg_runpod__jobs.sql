@@ -1,6 +1,7 @@
 -- grain: one row per serverless job record (endpoint_id, job_id), as the submitter recorded /status.
 -- Each document is parsed once (json_transform into a struct), not once per field.
 -- incremental: key (endpoint_id, job_id) order (source_file desc, record_no desc)
+-- (that header is the dedupe: the build keeps one row per key, the first in that order)
 with source as materialized (
     select
         source_file,
@@ -26,28 +27,13 @@ typed as (
     from source
 ),
 
-keyed as materialized (
+final as (
     select
         endpoint_id, job_id, worker_id, status, delay_ms, execution_ms, submitted_at, completed_at,
         completed_at - to_milliseconds(coalesce(execution_ms, 0)) as execution_started_at,
-        source_file, record_no, hash(endpoint_id, job_id) as key_hash
+        source_file, record_no
     from typed
     where completed_at is not null
-),
-
--- a job recorded twice keeps its last record. Only rows whose key hash repeats are ranked:
--- ranking all two million rows of a day costs ~3x more than finding the few repeats (a hash
--- collision merely ranks a few more rows, each in its own partition).
-repeated as (
-    select key_hash from keyed group by all having count(*) > 1
-),
-
-final as (
-    select * exclude (key_hash) from keyed anti join repeated using (key_hash)
-    union all
-    (select * exclude (key_hash) from keyed semi join repeated using (key_hash)
-     qualify row_number() over (partition by endpoint_id, job_id
-                                order by source_file desc, record_no desc) = 1)
 )
 
 select * from final

@@ -1,6 +1,7 @@
 -- grain: one row per pod and billing bucket, from v2 (/v2/billing/pods) and saved v1 arrays.
 -- v2 carries amounts only; v1 carries billed compute milliseconds. The latest pull of a bucket wins.
 -- incremental: key (pod_id, bucket_start) order (pulled_at desc nulls last, source_file desc, record_no desc)
+-- (that header is the dedupe: the build keeps one row per key, the first in that order)
 with v2 as (
     select
         doc ->> '$.podId' as pod_id,
@@ -41,8 +42,6 @@ v1 as (
 final as (
     select * from (select * from v2 union all select * from v1)
     where bucket_start is not null and bucket_end > bucket_start and pod_id is not null
-    qualify row_number() over (partition by pod_id, bucket_start
-                               order by pulled_at desc nulls last, source_file desc, record_no desc) = 1
 )
 
 select * from final
