@@ -177,6 +177,7 @@ def _land(folder, db, fast: bool, monkeypatch):
             m.setattr("recon.warehouse.land_list", lambda con, p, d: None)
         else:  # small chunks: lines and files cross chunk boundaries; every List through DuckDB
             m.setattr(jsonl_mod, "FAST_CHUNK", 4096)
+            m.setattr(jsonl_mod, "MIN_BATCH_ROWS", 2)  # chunks of several Arrow batches
             m.setattr(lists_mod, "LIST_MIN_BYTES", 0)
         con = connect(db)
         try:
@@ -353,3 +354,29 @@ def test_staging_reads_each_field_like_the_arrow_operators(tmp_path):
            or s.completed_at is distinct from try_cast(r.doc ->> '$.completedAt' as timestamptz)""").fetchone()[0]
     assert bad == 0
     con.close()
+
+
+def test_the_chunk_reader_thread_stops_with_its_consumer_and_reports_errors(tmp_path, monkeypatch):
+    """_chunks reads ahead in a thread: a consumer that stops early (an error while landing)
+    ends the thread, and a read error in the thread reaches the consumer."""
+    import gzip
+    import threading
+
+    monkeypatch.setattr(jsonl_mod, "FAST_CHUNK", 4096)
+    text = "".join(json.dumps({"n": i, "pad": "x" * 50}) + "\n" for i in range(2000)).encode()
+    (tmp_path / "a.jsonl").write_bytes(text)
+    gen = jsonl_mod._chunks(tmp_path / "a.jsonl")
+    first = next(gen)
+    assert first.n > 0 and bytes(first.data).count(b"\n") == first.n
+    assert any(t.name.startswith("recon-read") for t in threading.enumerate())
+    gen.close()
+    assert not any(t.name.startswith("recon-read") for t in threading.enumerate())
+    # every line once, in order, across chunks
+    got = b"".join(bytes(c.data) for c in jsonl_mod._chunks(tmp_path / "a.jsonl"))
+    assert got == text
+    packed = gzip.compress(text)
+    (tmp_path / "cut.jsonl.gz").write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(EOFError):
+        for _ in jsonl_mod._chunks(tmp_path / "cut.jsonl.gz"):
+            pass
+    assert not any(t.name.startswith("recon-read") for t in threading.enumerate())

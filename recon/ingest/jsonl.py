@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import queue
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -241,11 +243,22 @@ def _index(buf: bytearray, cut: int, final: bool, no0: int) -> _Chunk:
     if utf8:  # (pa.array/pa.table would import pandas: 0.2 s for nothing)
         line_no = np.arange(no0 + 1, no0 + c.n + 1, dtype=np.int64)
         offsets = np.concatenate(([0], ends)).astype(np.int64)
-        c.table = pa.Table.from_arrays([
+        whole = pa.Table.from_arrays([
             pa.Array.from_buffers(pa.int64(), c.n, [None, pa.py_buffer(line_no)]),
             pa.LargeStringArray.from_buffers(c.n, pa.py_buffer(offsets), pa.py_buffer(c.data))],
             names=["line_no", "line"])
+        # A chunk of few, big lines (35k two-kilobyte pod versions) as one Arrow batch is
+        # parsed by one thread; as several batches (zero-copy slices) by both cores: the
+        # 500-node day's pod watch files land 1.6x faster. A chunk of many short lines (jobs,
+        # workers snapshots) DuckDB already splits, and slicing it costs more (measured).
+        c.table = whole if c.n >= SPLIT_BELOW else pa.Table.from_batches(
+            whole.to_batches(max_chunksize=max(MIN_BATCH_ROWS, -(-c.n // BATCHES))))
     return c
+
+
+SPLIT_BELOW = 65_536  # lines in a chunk
+BATCHES = 8
+MIN_BATCH_ROWS = 1024
 
 
 def _produce(path: Path, hasher, next_buffer):
@@ -287,18 +300,57 @@ def _produce(path: Path, hasher, next_buffer):
 
 
 def _chunks(path: Path, hasher=None):
-    """Yield the file's _Chunks, FAST_CHUNK bytes of whole lines at a time, into one reused
-    buffer (no fresh 64 MiB allocation, page faults and copies per chunk): a chunk's views are
+    """Yield the file's _Chunks, FAST_CHUNK bytes of whole lines at a time; a chunk's views are
     valid until the next chunk is asked for. `hasher` (hashlib) gets the file's bytes as they
-    are read (plain files; a gzip file is hashed by its caller)."""
-    buf = bytearray(FAST_CHUNK)
-    last = None
+    are read (plain files; a gzip file is hashed by its caller).
 
-    def reuse():
-        return last.buf if last is not None else buf
+    A reader thread reads, hashes and indexes the next chunk while DuckDB parses this one (the
+    read, sha256 and line index are ~0.5 s a 500 MB file, and release the GIL): two buffers,
+    reused in turn (no fresh 64 MiB allocation, page faults and copies per chunk). An error in
+    the reader is raised here; closing the generator early stops the reader."""
+    free: queue.Queue = queue.Queue()
+    for _ in range(2):
+        free.put(bytearray(FAST_CHUNK))
+    ready: queue.Queue = queue.Queue()  # at most two chunks: there are two buffers
+    stop = threading.Event()
 
-    for last in _produce(path, hasher, reuse):  # (reuse() reads `last`)
-        yield last
+    def next_buffer():
+        while not stop.is_set():
+            try:
+                return free.get(timeout=0.05)
+            except queue.Empty:
+                continue
+        raise _Stopped
+
+    def read():
+        try:
+            for c in _produce(path, hasher, next_buffer):
+                ready.put(c)
+            ready.put(None)
+        except _Stopped:
+            pass
+        except BaseException as e:  # noqa: BLE001 - re-raised by the consumer
+            ready.put(e)
+
+    reader = threading.Thread(target=read, name=f"recon-read {path.name}", daemon=True)
+    reader.start()
+    try:
+        while True:
+            c = ready.get()
+            if c is None:
+                return
+            if isinstance(c, BaseException):
+                raise c
+            yield c
+            c.table = None
+            free.put(c.buf)  # the consumer is done with this chunk's buffer
+    finally:
+        stop.set()
+        reader.join()
+
+
+class _Stopped(Exception):
+    """The consumer of _chunks went away: the reader thread ends."""
 
 
 def land_jsonl(con, path: Path, display: str) -> FileResult | None:
