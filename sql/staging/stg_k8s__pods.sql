@@ -1,7 +1,8 @@
 -- grain: one row per distinct Pod version (cluster, pod_uid, resource_version).
 -- Renames and casts only; the main container is the first one with a GPU limit (else the first).
--- Each document is parsed once (json_transform into a struct), not once per field; metadata is
--- kept as JSON and read again (small) so that labels stay JSON null when the document says null.
+-- Each document is parsed once (json_transform into a struct), not once per field, and every
+-- field it needs comes out typed (metadata, the GPU limits): nothing is parsed a second time
+-- (`labels: null` and no labels both stage as NULL; every reader takes keys of them with ->>).
 -- incremental: key (cluster, pod_uid, resource_version) order (source_file, record_no)
 -- (that header is the dedupe: the build keeps one row per key, the first in that order)
 with source as materialized (
@@ -9,9 +10,13 @@ with source as materialized (
         cluster, uid, event_type, source_file, record_no,
         coalesce(nullif(resource_version, ''), md5(doc::varchar)) as resource_version,
         json_transform(doc, '{
-            "metadata": "JSON",
+            "metadata": {"namespace": "VARCHAR", "name": "VARCHAR", "creationTimestamp": "VARCHAR",
+                         "deletionTimestamp": "VARCHAR", "deletionGracePeriodSeconds": "VARCHAR",
+                         "labels": "JSON"},
             "spec": {"nodeName": "VARCHAR",
-                     "containers": [{"name": "VARCHAR", "resources": {"limits": "JSON", "requests": "JSON"},
+                     "containers": [{"name": "VARCHAR",
+                                     "resources": {"limits": {"nvidia.com/gpu": "VARCHAR"},
+                                                   "requests": {"nvidia.com/gpu": "VARCHAR"}},
                                      "startupProbe": {"periodSeconds": "BIGINT", "failureThreshold": "BIGINT",
                                                       "initialDelaySeconds": "BIGINT"}}]},
             "status": {"startTime": "VARCHAR", "phase": "VARCHAR",
@@ -37,35 +42,33 @@ typed as (
         event_type,
         source_file,
         record_no,
-        m[1] as namespace,
-        m[2] as pod_name,
+        j.metadata.namespace as namespace,
+        j.metadata.name as pod_name,
         j.spec.nodeName as node_name,
-        try_cast(m[3] as timestamptz) as created_at,
-        try_cast(m[4] as timestamptz) as deletion_at,
-        try_cast(m[5] as bigint) as deletion_grace_seconds,
+        try_cast(j.metadata.creationTimestamp as timestamptz) as created_at,
+        try_cast(j.metadata.deletionTimestamp as timestamptz) as deletion_at,
+        try_cast(j.metadata.deletionGracePeriodSeconds as bigint) as deletion_grace_seconds,
         try_cast(j.status.startTime as timestamptz) as kubelet_started_at,
         j.status.phase as phase,
-        json_extract(j.metadata, '$.labels') as labels,
+        j.metadata.labels as labels,
         j.status.conditions as conditions,
         j.spec.containers as containers,
         j.status.containerStatuses as container_statuses
-    from (select *, json_extract_string(j.metadata, ['$.namespace', '$.name', '$.creationTimestamp',
-                                                     '$.deletionTimestamp', '$.deletionGracePeriodSeconds']) as m
-          from source)
-    where try_cast(m[3] as timestamptz) is not null
+    from source
+    where try_cast(j.metadata.creationTimestamp as timestamptz) is not null
 ),
 
 with_main as (
     select
         *,
         coalesce(
-            list_filter(containers, lambda c: coalesce(try_cast(c.resources.limits ->> '$."nvidia.com/gpu"' as bigint), 0) > 0)[1],
+            list_filter(containers, lambda c: coalesce(try_cast(c.resources.limits."nvidia.com/gpu" as bigint), 0) > 0)[1],
             containers[1]
         ) as main_container,
         list_sum(list_transform(containers,
-            lambda c: coalesce(try_cast(c.resources.limits ->> '$."nvidia.com/gpu"' as bigint), 0))) as gpus,
+            lambda c: coalesce(try_cast(c.resources.limits."nvidia.com/gpu" as bigint), 0))) as gpus,
         list_sum(list_transform(containers,
-            lambda c: coalesce(try_cast(c.resources.requests ->> '$."nvidia.com/gpu"' as bigint), 0))) as gpus_requested
+            lambda c: coalesce(try_cast(c.resources.requests."nvidia.com/gpu" as bigint), 0))) as gpus_requested
     from typed
 ),
 
