@@ -178,6 +178,7 @@ def _land(folder, db, fast: bool, monkeypatch):
         else:  # small chunks: lines and files cross chunk boundaries; every List through DuckDB
             m.setattr(jsonl_mod, "FAST_CHUNK", 4096)
             m.setattr(jsonl_mod, "MIN_BATCH_ROWS", 2)  # chunks of several Arrow batches
+            m.setattr(jsonl_mod, "BUFFERS", 2)  # read ahead (the rest of the suite reads 1)
             m.setattr(lists_mod, "LIST_MIN_BYTES", 0)
         con = connect(db)
         try:
@@ -358,13 +359,16 @@ def test_staging_reads_each_field_like_the_arrow_operators(tmp_path):
     con.close()
 
 
-def test_the_chunk_reader_thread_stops_with_its_consumer_and_reports_errors(tmp_path, monkeypatch):
-    """_chunks reads ahead in a thread: a consumer that stops early (an error while landing)
-    ends the thread, and a read error in the thread reaches the consumer."""
+@pytest.mark.parametrize("buffers", [1, 2])
+def test_the_chunk_reader_thread_stops_with_its_consumer_and_reports_errors(tmp_path, monkeypatch,
+                                                                            buffers):
+    """_chunks reads in a thread (ahead, with two buffers): a consumer that stops early (an
+    error while landing) ends the thread, and a read error in the thread reaches the consumer."""
     import gzip
     import threading
 
     monkeypatch.setattr(jsonl_mod, "FAST_CHUNK", 4096)
+    monkeypatch.setattr(jsonl_mod, "BUFFERS", buffers)
     text = "".join(json.dumps({"n": i, "pad": "x" * 50}) + "\n" for i in range(2000)).encode()
     (tmp_path / "a.jsonl").write_bytes(text)
     gen = jsonl_mod._chunks(tmp_path / "a.jsonl")

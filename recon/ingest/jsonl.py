@@ -257,6 +257,10 @@ def _index(buf: bytearray, cut: int, final: bool, no0: int) -> _Chunk:
 
 
 SPLIT_BELOW = 65_536  # lines in a chunk
+# Reading buffers. 2 = read ahead: a thread reads, hashes and indexes the next chunk while DuckDB
+# parses this one (the target day landed ~1.5 s faster) but peaks ~350 MB higher, which takes the
+# daily run past its 2 GiB budget (bench/README.md, session 3); 1 = read, then parse.
+BUFFERS = 1
 BATCHES = 8
 MIN_BATCH_ROWS = 1024
 
@@ -304,12 +308,12 @@ def _chunks(path: Path, hasher=None):
     valid until the next chunk is asked for. `hasher` (hashlib) gets the file's bytes as they
     are read (plain files; a gzip file is hashed by its caller).
 
-    A reader thread reads, hashes and indexes the next chunk while DuckDB parses this one (the
-    read, sha256 and line index are ~0.5 s a 500 MB file, and release the GIL): two buffers,
-    reused in turn (no fresh 64 MiB allocation, page faults and copies per chunk). An error in
-    the reader is raised here; closing the generator early stops the reader."""
+    A reader thread fills BUFFERS buffers in turn (reused: no fresh 64 MiB allocation, page
+    faults and copies per chunk); with two, it reads, hashes and indexes the next chunk while
+    DuckDB parses this one. An error in the reader is raised here; closing the generator early
+    stops the reader."""
     free: queue.Queue = queue.Queue()
-    for _ in range(2):
+    for _ in range(BUFFERS):
         free.put(bytearray(FAST_CHUNK))
     ready: queue.Queue = queue.Queue()  # at most two chunks: there are two buffers
     stop = threading.Event()
