@@ -249,7 +249,7 @@ def _index(buf: bytearray, cut: int, final: bool, no0: int) -> _Chunk:
             names=["line_no", "line"])
         # A chunk of few, big lines (35k two-kilobyte pod versions) as one Arrow batch is
         # parsed by one thread; as several batches (zero-copy slices) by both cores: the
-        # 500-node day's pod watch files land 1.6x faster. A chunk of many short lines (jobs,
+        # 500-node day's pod watch files land 1.4x faster. A chunk of many short lines (jobs,
         # workers snapshots) DuckDB already splits, and slicing it costs more (measured).
         c.table = whole if c.n >= SPLIT_BELOW else pa.Table.from_batches(
             whole.to_batches(max_chunksize=max(MIN_BATCH_ROWS, -(-c.n // BATCHES))))
