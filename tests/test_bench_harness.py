@@ -174,7 +174,7 @@ def _land(folder, db, fast: bool, monkeypatch):
     with monkeypatch.context() as m:
         if not fast:
             m.setattr("recon.warehouse.land_jsonl", lambda con, p, d: None)
-            m.setattr("recon.warehouse.land_list", lambda con, p, d: None)
+            m.setattr("recon.warehouse.land_list", lambda con, p, d, prepared=None: None)
         else:  # small chunks: lines and files cross chunk boundaries; every List through DuckDB
             m.setattr(jsonl_mod, "FAST_CHUNK", 4096)
             m.setattr(jsonl_mod, "MIN_BATCH_ROWS", 2)  # chunks of several Arrow batches

@@ -39,3 +39,70 @@ def test_small_write_buffer_restores_after_an_error():
     with pytest.raises(RuntimeError), jsonl.small_write_buffer(con):
         raise RuntimeError("boom")
     assert _setting(con) == before
+
+
+def _list_folder(tmp_path):
+    import json
+
+    folder = tmp_path / "in" / "cluster=c1"
+    folder.mkdir(parents=True)
+    items = [{"kind": "Event", "metadata": {"uid": f"e{i}", "resourceVersion": str(i)},
+              "reason": "Scheduled"} for i in range(50)]
+    # sorted first: the List is parsed ahead and lands last, the results keep the file order
+    (folder / "a-events.json").write_text(json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": items}, indent=1))
+    watch = [{"type": "ADDED", "object": {"kind": "Pod", "metadata": {
+        "uid": f"p{i}", "resourceVersion": str(i), "creationTimestamp": "2026-11-01T00:00:00Z"}}}
+        for i in range(20)]
+    (folder / "b-watch.jsonl").write_text("\n".join(map(json.dumps, watch)) + "\n")
+    return folder
+
+
+def test_big_lists_are_parsed_ahead_in_a_thread_and_results_keep_file_order(
+        tmp_path, monkeypatch):
+    import threading
+
+    from recon import warehouse
+    from recon.ingest import lists
+
+    folder = _list_folder(tmp_path)
+    monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)
+    threads = []
+    real = warehouse.prepare_list
+
+    def spy(cur, path, display):
+        threads.append((path.name, threading.current_thread().name))
+        return real(cur, path, display)
+
+    monkeypatch.setattr(warehouse, "prepare_list", spy)
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    results = warehouse.load_folder(con, tmp_path / "in")
+    assert threads and threads[0][0] == "a-events.json"
+    assert all(t.startswith("recon-list") for _, t in threads), threads
+    assert [r.path.rsplit("/", 1)[1] for r in results] == ["a-events.json", "b-watch.jsonl"]
+    assert [(r.kind, r.loaded) for r in results] == [("k8s_list", 50), ("jsonl", 20)]
+    assert con.execute("select count(*), count(distinct uid) from raw.k8s_objects "
+                       "where event_type = 'LISTED'").fetchone() == (50, 50)
+
+
+def test_a_list_whose_ahead_parse_fails_is_quarantined_and_the_rest_lands(tmp_path, monkeypatch):
+    from recon import warehouse
+    from recon.ingest import lists
+
+    folder = _list_folder(tmp_path)
+    monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)
+
+    def broken(cur, path, display):
+        cur.close()
+        raise OSError(f"{path.name}: disk went away")
+
+    monkeypatch.setattr(warehouse, "prepare_list", broken)
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    results = {r.path.rsplit("/", 1)[1]: r for r in warehouse.load_folder(con, tmp_path / "in")}
+    assert results["a-events.json"].kind == "unreadable"
+    assert results["b-watch.jsonl"].loaded == 20
+    reason = con.execute("select reason from raw.quarantine where source_file like '%a-events.json'"
+                         ).fetchone()[0]
+    assert "OSError" in reason and "disk went away" in reason
+    assert con.execute("select count(*) from raw.k8s_objects where event_type = 'LISTED'"
+                       ).fetchone()[0] == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import queue
 import threading
 from contextlib import contextmanager
@@ -260,7 +261,7 @@ SPLIT_BELOW = 65_536  # lines in a chunk
 # Reading buffers. 2 = read ahead: a thread reads, hashes and indexes the next chunk while DuckDB
 # parses this one (the target day landed ~1.5 s faster) but peaks ~350 MB higher, which takes the
 # daily run past its 2 GiB budget (bench/README.md, session 3); 1 = read, then parse.
-BUFFERS = 1
+BUFFERS = int(os.environ.get("RECON_READ_BUFFERS", "1"))
 BATCHES = 8
 MIN_BATCH_ROWS = 1024
 

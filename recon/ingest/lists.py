@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from .jsonl import LENIENT_RES, _is_gzip, _nonempty, _q, _str, small_write_buffer
+from .jsonl import LENIENT_RES, _fast_mode, _is_gzip, _nonempty, _q, _str, small_write_buffer
 from .reader import FileResult, _cluster_of, _guard, _k8s
 
 # ------------------------------------------------------------------ fast path: big Kubernetes lists
@@ -25,10 +25,48 @@ from .reader import FileResult, _cluster_of, _guard, _k8s
 LIST_MIN_BYTES = 4 << 20  # smaller lists: the Python reader
 
 
-def land_list(con, path: Path, display: str) -> FileResult | None:
-    """Land a big Kubernetes List file through DuckDB; None: use read_file instead."""
+def is_candidate(path: Path) -> bool:
+    """Might land_list take this file? Cheap: its size, no gzip magic, a leading `{`, and not
+    JSON Lines that land_jsonl takes. A load prepares candidates ahead, in a thread
+    (`prepare_list`), while other files land."""
+    if path.stat().st_size < LIST_MIN_BYTES:
+        return False
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+        more = bool(f.read(1))
+    return (head[:2] != b"\x1f\x8b" and head.lstrip()[:1] == b"{"
+            and _fast_mode(head, more) is None)
+
+
+def land_list(con, path: Path, display: str, prepared=None) -> FileResult | None:
+    """Land a big Kubernetes List file through DuckDB; None: use read_file instead.
+
+    `prepared`: a concurrent.futures.Future of `prepare_list(cursor, path, display)` started
+    earlier (its result, or its exception, is taken here); without it the file is prepared now.
+    """
+    got = prepared.result() if prepared is not None else prepare_list(con.cursor(), path, display)
+    if got is None:
+        return None
+    digest, items = got
+    return _insert(con, display, digest, items)
+
+
+def prepare_list(cur, path: Path, display: str):
+    """Parse a big Kubernetes List on `cur` (a cursor of its own: it may run in another thread
+    while the caller's connection lands other files, and an error here cannot abort the
+    caller's transaction). Returns (sha256, Arrow table of its items) or None: not a List this
+    path takes. Closes `cur`."""
     import duckdb
 
+    try:
+        return _prepare(cur, path, display)
+    except duckdb.Error:
+        return None
+    finally:
+        cur.close()
+
+
+def _prepare(cur, path: Path, display: str):
     size = path.stat().st_size
     if size < LIST_MIN_BYTES or _is_gzip(path):
         return None
@@ -42,43 +80,42 @@ def land_list(con, path: Path, display: str) -> FileResult | None:
             return None
     digest = hashlib.sha256(data).hexdigest()
     del data
-    cur = con.cursor()
-    try:
-        cur.execute("set TimeZone = 'UTC'")
-        lenient = " or ".join(f"regexp_matches(content, '{r}')" for r in LENIENT_RES)
-        if cur.execute(f"select {lenient} from read_text(?)", [str(path)]).fetchone()[0]:
-            return None  # orjson would reject the document: the Python reader says why
-        cur.execute(
-            "create temp table _recon_list as select * from read_json(?, format='unstructured', "
-            "columns={'apiVersion': 'JSON', 'items': 'JSON[]', 'kind': 'JSON', "
-            "'x_recon': 'JSON', 'data': 'JSON', 'type': 'JSON'}, "
-            f"maximum_object_size={size + 1024})", [str(path)])
-        top = cur.execute(
-            "select count(*) over (), apiVersion is not null, items is not null, "
-            "coalesce(kind = '\"recon.GroundTruth\"', false), "
-            "coalesce(ends_with(x_recon ->> '$.endpoint', '/health'), false), "
-            "coalesce(json_type(data, '$.myself') = 'OBJECT', false), type is not null "
-            "from _recon_list").fetchall()
-        if len(top) != 1 or top[0] != (1, True, True, False, False, False, False):
-            return None  # not exactly one List document (read_file's cases)
-        cluster = _cluster_of(display, None)
-        v = "json_extract(item, ['$.kind', '$.metadata.uid', '$.metadata.resourceVersion'])"
-        items = cur.sql(f"""
-            select i - 1 as idx, item,
-                   coalesce(starts_with(item, '{{') and {_nonempty('v[1]')} and {_nonempty('v[2]')}
-                            and (v[3] is null or v[3] = 'null' or starts_with(v[3], '"')),
-                            false) as fast,
-                   {_str('v[1]')} as kind, {_str('v[2]')} as uid,
-                   case when starts_with(v[3], '"') then {_str('v[3]')} else '' end
-                       as resource_version
-            from (select item, i, {v} as v
-                  from (select unnest(items) as item, unnest(generate_series(1, len(items))) as i
-                        from _recon_list))
-            order by i""").to_arrow_table()
-    except duckdb.Error:
-        return None
-    finally:
-        cur.close()
+    cur.execute("set TimeZone = 'UTC'")
+    lenient = " or ".join(f"regexp_matches(content, '{r}')" for r in LENIENT_RES)
+    if cur.execute(f"select {lenient} from read_text(?)", [str(path)]).fetchone()[0]:
+        return None  # orjson would reject the document: the Python reader says why
+    cur.execute(
+        "create temp table _recon_list as select * from read_json(?, format='unstructured', "
+        "columns={'apiVersion': 'JSON', 'items': 'JSON[]', 'kind': 'JSON', "
+        "'x_recon': 'JSON', 'data': 'JSON', 'type': 'JSON'}, "
+        f"maximum_object_size={size + 1024})", [str(path)])
+    top = cur.execute(
+        "select count(*) over (), apiVersion is not null, items is not null, "
+        "coalesce(kind = '\"recon.GroundTruth\"', false), "
+        "coalesce(ends_with(x_recon ->> '$.endpoint', '/health'), false), "
+        "coalesce(json_type(data, '$.myself') = 'OBJECT', false), type is not null "
+        "from _recon_list").fetchall()
+    if len(top) != 1 or top[0] != (1, True, True, False, False, False, False):
+        return None  # not exactly one List document (read_file's cases)
+    v = "json_extract(item, ['$.kind', '$.metadata.uid', '$.metadata.resourceVersion'])"
+    items = cur.sql(f"""
+        select i - 1 as idx, item,
+               coalesce(starts_with(item, '{{') and {_nonempty('v[1]')} and {_nonempty('v[2]')}
+                        and (v[3] is null or v[3] = 'null' or starts_with(v[3], '"')),
+                        false) as fast,
+               {_str('v[1]')} as kind, {_str('v[2]')} as uid,
+               case when starts_with(v[3], '"') then {_str('v[3]')} else '' end
+                   as resource_version
+        from (select item, i, {v} as v
+              from (select unnest(items) as item, unnest(generate_series(1, len(items))) as i
+                    from _recon_list))
+        order by i""").to_arrow_table()
+    cur.execute("drop table _recon_list")
+    return digest, items
+
+
+def _insert(con, display: str, digest: str, items) -> FileResult:
+    cluster = _cluster_of(display, None)
     res = FileResult(path=display, kind="k8s_list", sha256=digest)
     con.register("_recon_items", items)
     try:
