@@ -3,7 +3,7 @@
 Each file `sql/<layer>/<name>.sql` holds one SELECT and builds the table `<schema>.<name>`
 (layer staging → schema staging, intermediate → intermediate, marts → marts, checks → checks).
 A staging model with an `-- incremental: key (…) order (…)` header yields every row; the build
-keeps one per key (`recon.incremental.deduped`), the same rule for full builds and merges.
+keeps one per key (`recon.incremental.create_deduped`), the same rule for full builds and merges.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 
 from .config import Config, is_config_file
-from .incremental import StagingState, deduped
+from .incremental import StagingState, create_deduped
 from .ingest.load import (
     TABLES, FileResult, arrow_bad, arrow_rows, is_list_candidate, land_jsonl, land_list,
     prepare_list, read_file, sha256_of,
@@ -408,7 +408,7 @@ def _build_one(con, staged: StagingState, layer: str, name: str, body: str, exis
         elif mode == "recompute":
             staged.recompute(table, body)
         elif mode == "full":
-            con.execute(f"create or replace table {table} as\n{deduped(body)}")
+            create_deduped(con, table, body)
             staged.built(name, body)
         return
     if not (windowed and layer == "marts"):
