@@ -106,3 +106,28 @@ def test_a_list_whose_ahead_parse_fails_is_quarantined_and_the_rest_lands(tmp_pa
     assert "OSError" in reason and "disk went away" in reason
     assert con.execute("select count(*) from raw.k8s_objects where event_type = 'LISTED'"
                        ).fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_build_writes_without_insertion_order_and_restores_the_setting(tmp_path, monkeypatch,
+                                                                       before):
+    from recon import warehouse
+    from recon.config import load_config
+
+    _list_folder(tmp_path)
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    warehouse.load_folder(con, tmp_path / "in")
+    warehouse.write_config(con, load_config(None), None, None)
+    con.execute(f"set preserve_insertion_order = {before}")
+    seen = []
+    real = warehouse._build_one
+
+    def spy(con, *a, **k):
+        seen.append(con.execute("select current_setting('preserve_insertion_order')").fetchone()[0])
+        return real(con, *a, **k)
+
+    monkeypatch.setattr(warehouse, "_build_one", spy)
+    warehouse.build(con)
+    assert seen and not any(seen)
+    assert con.execute("select current_setting('preserve_insertion_order')").fetchone()[0] is before
+    assert con.execute("select count(*) from staging.stg_k8s__pods").fetchone()[0] == 20
