@@ -98,7 +98,7 @@ def create_deduped(con, table: str, sql: str, temp: bool = False) -> None:
                 f"having count(*) > 1")
     if not con.execute(f"select count(*) from ({repeated})").fetchone()[0]:
         return
-    schema, _, name = table.rpartition(".")
+    name = table.rpartition(".")[2]
     tmp = f"{table}__recon_dedupe"
     con.execute(f"""create or replace {kind} {tmp} as
 select * from {table} anti join ({repeated}) r on hash({key}) = r._recon_key_hash

@@ -65,7 +65,7 @@ def test_big_lists_are_parsed_ahead_in_a_thread_and_results_keep_file_order(
     from recon import warehouse
     from recon.ingest import lists
 
-    folder = _list_folder(tmp_path)
+    _list_folder(tmp_path)
     monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)
     threads = []
     real = warehouse.prepare_list
@@ -89,7 +89,7 @@ def test_a_list_whose_ahead_parse_fails_is_quarantined_and_the_rest_lands(tmp_pa
     from recon import warehouse
     from recon.ingest import lists
 
-    folder = _list_folder(tmp_path)
+    _list_folder(tmp_path)
     monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)
 
     def broken(cur, path, display):
