@@ -24,6 +24,7 @@ files, not with history (bench/README.md, "Day 30 vs day 1").
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from dataclasses import dataclass
 
@@ -36,6 +37,8 @@ META_DDL = [
     "create table if not exists meta.staged_files (source_file varchar primary key, sha256 varchar)",
     "create table if not exists meta.staged_models (model varchar primary key, sql_sha256 varchar)",
 ]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -86,8 +89,9 @@ def create_deduped(con, table: str, sql: str, temp: bool = False) -> None:
     for, in the table. A usual day's jobs have none (job ids are unique): done. Ranking inside
     the query (`deduped`) held all 2 M job rows in memory first: the target day's jobs model
     takes 2.2 -> 1.6 s and peaks ~350 MB lower (bench/README.md, session 4). A table whose
-    keys repeat (pod versions seen again after a relist) is rewritten from itself with the
-    repeats ranked; deleting them instead made the run's commit ~1 s slower."""
+    keys repeat is rewritten from itself with the repeats ranked (deleting them instead made
+    the run's commit ~1 s slower). A model whose source repeats itself by nature drops the
+    repeats before parsing (`stg_k8s__pods`: a relist lands every pod version again)."""
     kind = "temp table" if temp else "table"
     con.execute(f"create or replace {kind} {table} as\n{sql}")
     spec = spec_of(sql)
@@ -96,8 +100,10 @@ def create_deduped(con, table: str, sql: str, temp: bool = False) -> None:
     key = ", ".join(spec.key)
     repeated = (f"select hash({key}) as _recon_key_hash from {table} group by 1 "
                 f"having count(*) > 1")
-    if not con.execute(f"select count(*) from ({repeated})").fetchone()[0]:
+    n = con.execute(f"select count(*) from ({repeated})").fetchone()[0]
+    if not n:
         return
+    log.info("%s: %d keys repeat; rewriting it with one row per key", table, n)
     name = table.rpartition(".")[2]
     tmp = f"{table}__recon_dedupe"
     con.execute(f"""create or replace {kind} {tmp} as

@@ -4,11 +4,37 @@
 -- field it needs comes out typed (metadata, the GPU limits): nothing is parsed a second time
 -- (`labels: null` and no labels both stage as NULL; every reader takes keys of them with ->>).
 -- incremental: key (cluster, pod_uid, resource_version) order (source_file, record_no)
--- (that header is the dedupe: the build keeps one row per key, the first in that order)
-with source as materialized (
+-- (that header is the dedupe: the build keeps one row per key, the first in that order;
+-- a version landed again with the same document is dropped before parsing, below, which keeps
+-- the same rows: the first valid row of a key is the first of its own document's rows)
+with pods as (
+    select cluster, uid, event_type, source_file, record_no, doc,
+           coalesce(nullif(resource_version, ''), md5(doc::varchar)) as resource_version,
+           hash(doc) as doc_hash
+    from raw.k8s_objects
+    where kind = 'Pod'
+),
+
+-- the same version landed again with the same document (a relist, a second collector):
+-- only its first row is parsed. Groups are found on hashes, and only their rows are ranked.
+repeated as (
+    select cluster, uid, resource_version, doc_hash
+    from pods
+    group by all
+    having count(*) > 1
+),
+
+firsts as (
+    select * from pods anti join repeated using (cluster, uid, resource_version, doc_hash)
+    union all
+    (select * from pods semi join repeated using (cluster, uid, resource_version, doc_hash)
+     qualify row_number() over (partition by cluster, uid, resource_version, doc_hash
+                                order by source_file, record_no) = 1)
+),
+
+source as materialized (
     select
-        cluster, uid, event_type, source_file, record_no,
-        coalesce(nullif(resource_version, ''), md5(doc::varchar)) as resource_version,
+        cluster, uid, event_type, source_file, record_no, resource_version,
         json_transform(doc, '{
             "metadata": {"namespace": "VARCHAR", "name": "VARCHAR", "creationTimestamp": "VARCHAR",
                          "deletionTimestamp": "VARCHAR", "deletionGracePeriodSeconds": "VARCHAR",
@@ -30,8 +56,7 @@ with source as materialized (
                             "lastState": {"terminated": {"startedAt": "TIMESTAMPTZ", "finishedAt": "TIMESTAMPTZ",
                                                          "reason": "VARCHAR", "exitCode": "BIGINT"}}}]}
         }') as j
-    from raw.k8s_objects
-    where kind = 'Pod'
+    from firsts
 ),
 
 typed as (
