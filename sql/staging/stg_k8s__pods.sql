@@ -7,10 +7,10 @@
 -- (that header is the dedupe: the build keeps one row per key, the first in that order;
 -- a version landed again with the same document is dropped before parsing, below, which keeps
 -- the same rows: the first valid row of a key is the first of its own document's rows)
-with pods as (
-    select cluster, uid, event_type, source_file, record_no, doc,
-           coalesce(nullif(resource_version, ''), md5(doc::varchar)) as resource_version,
-           hash(doc) as doc_hash
+with versions as materialized (
+    -- no documents here (a CTE read three times is kept in memory): keys and a hash of each
+    select cluster, uid, source_file, record_no, hash(doc) as doc_hash,
+           coalesce(nullif(resource_version, ''), md5(doc::varchar)) as resource_version
     from raw.k8s_objects
     where kind = 'Pod'
 ),
@@ -19,22 +19,22 @@ with pods as (
 -- only its first row is parsed. Groups are found on hashes, and only their rows are ranked.
 repeated as (
     select cluster, uid, resource_version, doc_hash
-    from pods
+    from versions
     group by all
     having count(*) > 1
 ),
 
-firsts as (
-    select * from pods anti join repeated using (cluster, uid, resource_version, doc_hash)
-    union all
-    (select * from pods semi join repeated using (cluster, uid, resource_version, doc_hash)
-     qualify row_number() over (partition by cluster, uid, resource_version, doc_hash
-                                order by source_file, record_no) = 1)
+again as (
+    select source_file, record_no
+    from versions semi join repeated using (cluster, uid, resource_version, doc_hash)
+    qualify row_number() over (partition by cluster, uid, resource_version, doc_hash
+                               order by source_file, record_no) > 1
 ),
 
 source as materialized (
     select
-        cluster, uid, event_type, source_file, record_no, resource_version,
+        cluster, uid, event_type, source_file, record_no,
+        coalesce(nullif(resource_version, ''), md5(doc::varchar)) as resource_version,
         json_transform(doc, '{
             "metadata": {"namespace": "VARCHAR", "name": "VARCHAR", "creationTimestamp": "VARCHAR",
                          "deletionTimestamp": "VARCHAR", "deletionGracePeriodSeconds": "VARCHAR",
@@ -56,7 +56,8 @@ source as materialized (
                             "lastState": {"terminated": {"startedAt": "TIMESTAMPTZ", "finishedAt": "TIMESTAMPTZ",
                                                          "reason": "VARCHAR", "exitCode": "BIGINT"}}}]}
         }') as j
-    from firsts
+    from raw.k8s_objects anti join again using (source_file, record_no)
+    where kind = 'Pod'
 ),
 
 typed as (
