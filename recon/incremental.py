@@ -81,6 +81,20 @@ union all
  qualify row_number() over (partition by {key} order by {spec.order}) = 1)"""
 
 
+def recomputed_sources() -> dict[str, tuple[str, ...]]:
+    """{staging model: the key another model refolds it by (`recompute key (…) from` it)}."""
+    from .warehouse import SQL_DIR  # (warehouse imports this module)
+
+    out = {}
+    for p in sorted((SQL_DIR / "staging").glob("*.sql")):
+        spec = spec_of(p.read_text(encoding="utf-8"))
+        if spec is not None and spec.source:
+            if out.get(spec.source, spec.key) != spec.key:
+                raise RuntimeError(f"{p.name}: models refolding {spec.source} must share one key")
+            out[spec.source] = spec.key
+    return out
+
+
 def create_deduped(con, table: str, sql: str, temp: bool = False) -> None:
     """`create or replace [temp] table <table>` with the model's rows, one per key of its
     `-- incremental: key … order …` header (the same rows as `deduped(sql)`).
@@ -133,6 +147,8 @@ class StagingState:
         self.new = sorted(f for f in self.landed if f not in staged)
         self._views: set[str] = set()
         self.ran: dict[str, str] = {}
+        # models that another one refolds (`-- incremental: recompute key (…) from <model>`)
+        self.recomputed_from = recomputed_sources()
 
     def mode(self, name: str, sql: str, exists: bool) -> str:
         """`full`, `delta` (merge the new files' rows), `recompute` (refold the keys another
@@ -170,7 +186,12 @@ class StagingState:
         spec = spec_of(sql)
         con = self.con
         create_deduped(con, "_recon_delta", self.delta_sql(sql), temp=True)
+        name = table.split(".")[-1]
         try:
+            if name in self.recomputed_from:  # the keys another model refolds, in its terms
+                con.execute(f"create or replace temp table _recon_keys_{name} as "
+                            f"select distinct {', '.join(self.recomputed_from[name])} "
+                            f"from _recon_delta")
             if spec.key is None:
                 con.execute(f"insert into {table} by name select * from _recon_delta")
                 return
@@ -180,14 +201,12 @@ class StagingState:
             if con.execute("select count(*) from _recon_rivals").fetchone()[0]:
                 con.execute(f"delete from {table} where rowid in "
                             f"(select t.rowid from {table} t semi join _recon_delta d on {on})")
-                source = "(select * from _recon_rivals union all by name select * from _recon_delta)"
-            else:
-                source = "_recon_delta"
-            con.execute(f"insert into {table} by name select * from {source} qualify row_number() "
-                        f"over (partition by {', '.join(spec.key)} order by {spec.order}) = 1")
-            name = table.split(".")[-1]
-            con.execute(f"create or replace temp table _recon_keys_{name} as "
-                        f"select distinct {', '.join(spec.key)} from _recon_delta")
+                con.execute(f"insert into {table} by name select * from (select * from "
+                            f"_recon_rivals union all by name select * from _recon_delta) "
+                            f"qualify row_number() over (partition by {', '.join(spec.key)} "
+                            f"order by {spec.order}) = 1")
+            else:  # the delta is deduped already: no ranking of the day's 2 M jobs again
+                con.execute(f"insert into {table} by name select * from _recon_delta")
         finally:
             con.execute("drop table if exists _recon_delta")
             con.execute("drop table if exists _recon_rivals")
