@@ -1,4 +1,6 @@
 -- grain: one row per serverless endpoint and billing bucket (/v2/billing/serverless); latest pull wins.
+-- (a bucket is its parsed start: two spellings of one instant are one bucket)
+-- incremental: key (endpoint_id, bucket_start) order (pulled_at desc nulls last, source_file desc, record_no desc)
 with source as (
     select * from raw.runpod_billing where source = 'v2_serverless'
 ),
@@ -18,9 +20,6 @@ final as (
         record_no
     from source
     where try_cast(doc ->> '$.startTime' as timestamptz) is not null
-    qualify row_number() over (partition by doc ->> '$.serverlessId', doc ->> '$.startTime'
-                               order by try_cast(pulled_at as timestamptz) desc nulls last,
-                                        source_file desc, record_no desc) = 1
 )
 
 select * from final
