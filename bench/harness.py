@@ -538,8 +538,30 @@ def history(a, sim: Path) -> dict:
             for q in linked:
                 q.unlink()
             db.unlink(missing_ok=True)
+        # day N alone: an empty warehouse and day N's files only: the same day's own work
+        # without history (context the day needs from earlier days is missing, so this
+        # bounds the history's cost from above)
+        ra = []
+        if a.history_alone:
+            land_alone = work / "land-alone"
+            land_alone.mkdir()
+            shutil.copy(hist / "days" / "recon.toml", land_alone / "recon.toml")
+            for p in new.rglob("*"):
+                if p.is_file():
+                    q = land_alone / p.relative_to(hist / "days")
+                    q.parent.mkdir(parents=True, exist_ok=True)
+                    os.link(p, q)
+            for i in range(a.runs):
+                db = work / f"da-{i}.duckdb"
+                ra.append(spawn({"mode": "run", "input": str(land_alone), "db": str(db),
+                                 "day_from": last.isoformat(), "day_to": last.isoformat(),
+                                 "export_day": last.isoformat(), "validation": a.validation,
+                                 "cold_imports": a.cold_imports, "exports": a.exports}))
+                db.unlink(missing_ok=True)
         out["day1"] = summarise(r1)
         out["dayN"] = summarise(rn)
+        if ra:
+            out["dayN_alone"] = summarise(ra)
         out["state_db_bytes"] = state.stat().st_size
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -631,6 +653,16 @@ def print_table(res: dict) -> None:
             if k in d1 and k in dn:
                 print(f"  {k:<20}{fmt_s(d1[k]['median'])}{fmt_s(dn[k]['median'])}"
                       f"   x{dn[k]['median'] / d1[k]['median']:.2f}")
+        if h.get("dayN_alone"):
+            da = h["dayN_alone"]["stages"]
+            print(f"day {n} with days 1..{n - 1} in the warehouse vs day {n}'s files alone "
+                  f"(median s):")
+            for k in ("landing", "staging", "scope", "intermediate", "marts", "commit",
+                      "pipeline_run", "daily_total"):
+                if k in dn:
+                    alone = (da.get(k) or {}).get("median") or 0.0
+                    ratio = f"   x{dn[k]['median'] / alone:.2f}" if alone else ""
+                    print(f"  {k:<20}{fmt_s(alone)}{fmt_s(dn[k]['median'])}{ratio}")
 
 
 def derived(res: dict) -> dict:
@@ -690,6 +722,8 @@ def main(argv=None) -> None:
     ap.add_argument("--history", action="store_true", help="also compare day 1 with day N of a "
                     "daily landing area (N = --days; the warehouse holds days 1..N-1)")
     ap.add_argument("--history-only", action="store_true")
+    ap.add_argument("--history-alone", action="store_true", help="with --history: also run day "
+                    "N's files alone in an empty warehouse (day N's own work without history)")
     ap.add_argument("--memory-limit", help="run with DuckDB's memory_limit set (e.g. 1GB) on "
                     "the pipeline's connection: what a cap would cost (the product sets none)")
     ap.add_argument("--cold-imports", action="store_true", help="runs without cached bytecode "
