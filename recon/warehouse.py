@@ -43,7 +43,10 @@ RAW_DDL = [
 ]
 
 
-DEFAULT_MEMORY_LIMIT = "1.5GB"  # the 500-node day peaks at 1.97 GiB RSS with it, 2.1 without (bench/README.md)
+# A daily run with history in the warehouse (the usual case) peaks at 1.83 GiB RSS with it, and
+# at 2.04 GiB with 1.5GB (500 nodes, day 4 of 4); a first day peaks at 1.6 GiB either way, ~0.3 s
+# slower than with 1.5GB (bench/README.md, session 4).
+DEFAULT_MEMORY_LIMIT = "1.25GB"
 
 # size and mtime of each landed file, to skip unchanged files without hashing them again
 FILE_STATS_DDL = """create table if not exists raw.file_stats (source_file varchar primary key,

@@ -111,7 +111,7 @@ def test_memory_limit_defaults_to_a_bound_and_is_configurable(monkeypatch):
 
     setting = lambda: connect(None).execute("select current_setting('memory_limit')").fetchone()[0]
     monkeypatch.delenv("RECON_MEMORY_LIMIT", raising=False)
-    assert setting() == "1.3 GiB"  # 1.5GB
+    assert setting() == "1.1 GiB"  # 1.25GB
     monkeypatch.setenv("RECON_MEMORY_LIMIT", "2GB")
     assert setting() == "1.8 GiB"
     monkeypatch.setenv("RECON_MEMORY_LIMIT", "2GB; drop table x")

@@ -258,9 +258,10 @@ def _index(buf: bytearray, cut: int, final: bool, no0: int) -> _Chunk:
 
 
 SPLIT_BELOW = 65_536  # lines in a chunk
-# Reading buffers. 2 = read ahead: a thread reads, hashes and indexes the next chunk while DuckDB
-# parses this one (the target day landed ~1.5 s faster) but peaks ~350 MB higher, which takes the
-# daily run past its 2 GiB budget (bench/README.md, session 3); 1 = read, then parse.
+# Reading buffers (RECON_READ_BUFFERS). 2 = read ahead: a thread reads, hashes and indexes the
+# next chunk while DuckDB parses this one: the target day lands ~0.5-0.8 s faster (~1.5 s before
+# big Lists were parsed ahead) and peaks ~300 MB higher, 1,880 MiB since session 4 (2,299 MiB in
+# session 3, past the 2 GiB budget); 1 = read, then parse (bench/README.md).
 BUFFERS = int(os.environ.get("RECON_READ_BUFFERS", "1"))
 BATCHES = 8
 MIN_BATCH_ROWS = 1024
