@@ -6,10 +6,9 @@ A staging model whose SQL carries a header line
     -- incremental: append
 
 is a per-row transform of `raw.*` rows. The header *is* its dedupe: the model's SELECT yields
-every row, and `create_deduped` keeps one row per key, the first under the order (as
-`qualify row_number() over (partition by <key> order by <order>) = 1` would, ranking only the
-rows whose key repeats; `deduped` is that query, which the tests hold it to); `append` keeps
-every row. Such a model is kept between runs. A run that only added files parses just those files' raw
+every row, and `create_deduped` keeps one row per key, the first under the order (the rows
+`qualify row_number() over (partition by <key> order by <order>) = 1` keeps, which the tests
+hold it to, ranking only the rows whose key repeats); `append` keeps every row. Such a model is kept between runs. A run that only added files parses just those files' raw
 rows (the model's SQL with every `raw.<t>` read through a view of the new files' rows) and
 merges them: rows of the same key, old and new, compete again under the model's own order, so
 the table equals a full rebuild. `meta.staged_files` records which landed files (by sha256) the
@@ -59,49 +58,26 @@ def spec_of(sql: str) -> Spec | None:
     return Spec(tuple(c.strip() for c in m.group("key").split(",")), m.group("order").strip())
 
 
-def deduped(sql: str) -> str:
-    """The model's rows, one per key of its `-- incremental: key … order …` header.
-
-    Only rows whose key hash repeats are ranked: ranking every row (2 M jobs a day) costs more
-    than the model's own parse; a hash collision merely ranks a few more rows, each in its own
-    partition. Other models come back unchanged."""
-    spec = spec_of(sql)
-    if spec is None or spec.order is None:
-        return sql
-    key = ", ".join(spec.key)
-    return f"""with _recon_rows as materialized (
-    select *, hash({key}) as _recon_key_hash from (
-{sql}
-    )
-),
-_recon_repeated as (select _recon_key_hash from _recon_rows group by all having count(*) > 1)
-select * exclude (_recon_key_hash) from _recon_rows anti join _recon_repeated using (_recon_key_hash)
-union all
-(select * exclude (_recon_key_hash) from _recon_rows semi join _recon_repeated using (_recon_key_hash)
- qualify row_number() over (partition by {key} order by {spec.order}) = 1)"""
-
-
-def recomputed_sources() -> dict[str, tuple[str, ...]]:
-    """{staging model: the key another model refolds it by (`recompute key (…) from` it)}."""
-    from .warehouse import SQL_DIR  # (warehouse imports this module)
-
+def recomputed_sources(bodies) -> dict[str, tuple[str, ...]]:
+    """{staging model: the key another model refolds it by (`recompute key (…) from` it)},
+    from the staging models' SQL texts."""
     out = {}
-    for p in sorted((SQL_DIR / "staging").glob("*.sql")):
-        spec = spec_of(p.read_text(encoding="utf-8"))
+    for body in bodies:
+        spec = spec_of(body)
         if spec is not None and spec.source:
             if out.get(spec.source, spec.key) != spec.key:
-                raise RuntimeError(f"{p.name}: models refolding {spec.source} must share one key")
+                raise RuntimeError(f"models refolding {spec.source} must share one key")
             out[spec.source] = spec.key
     return out
 
 
 def create_deduped(con, table: str, sql: str, temp: bool = False) -> None:
     """`create or replace [temp] table <table>` with the model's rows, one per key of its
-    `-- incremental: key … order …` header (the same rows as `deduped(sql)`).
+    `-- incremental: key … order …` header.
 
     The rows are written as the model makes them, and only then are keys that repeat looked
     for, in the table. A usual day's jobs have none (job ids are unique): done. Ranking inside
-    the query (`deduped`) held all 2 M job rows in memory first: the target day's jobs model
+    the query held all 2 M job rows in memory first: the target day's jobs model
     takes 2.2 -> 1.6 s and peaks ~350 MB lower (bench/README.md, session 4). A table whose
     keys repeat is rewritten from itself with the repeats ranked (deleting them instead made
     the run's commit ~1 s slower). A model whose source repeats itself by nature drops the
@@ -136,7 +112,8 @@ def sql_hash(sql: str) -> str:
 class StagingState:
     """What the staging tables reflect, and which files a run added since."""
 
-    def __init__(self, con):
+    def __init__(self, con, bodies=()):
+        """`bodies`: the staging models' SQL (which of them another model refolds)."""
         self.con = con
         for stmt in META_DDL:
             con.execute(stmt)
@@ -148,7 +125,7 @@ class StagingState:
         self._views: set[str] = set()
         self.ran: dict[str, str] = {}
         # models that another one refolds (`-- incremental: recompute key (…) from <model>`)
-        self.recomputed_from = recomputed_sources()
+        self.recomputed_from = recomputed_sources(bodies)
 
     def mode(self, name: str, sql: str, exists: bool) -> str:
         """`full`, `delta` (merge the new files' rows), `recompute` (refold the keys another

@@ -163,8 +163,7 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
             display = str(p.resolve())
             size, mtime = _stat_key(p)
             old = known.get(display)
-            if settle_seconds and now_ns - mtime < settle_seconds * 1e9 and (
-                    old is None or old[6:8] != (size, mtime)):
+            if _settling(mtime, settle_seconds, now_ns) and _stat_changed(old, size, mtime):
                 r = FileResult(path=display, unchanged=old is not None)
                 r.kind = "settling"
                 r.skip_reason = (f"modified {(now_ns - mtime) / 1e9:.0f} s ago (settle time "
@@ -229,13 +228,21 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
     return results
 
 
+def _settling(mtime: int, settle_seconds: float, now_ns: int) -> bool:
+    """Modified less than `settle_seconds` ago: still being written."""
+    return bool(settle_seconds) and now_ns - mtime < settle_seconds * 1e9
+
+
+def _stat_changed(old, size: int, mtime: int) -> bool:
+    """New, or its size/mtime differ from those recorded when it was landed."""
+    return old is None or old[6:8] != (size, mtime)
+
+
 def _needs_landing(p: Path, known: dict, settle_seconds: float, now_ns: int) -> bool:
     """Is `p` new or changed by size/mtime, and settled? (load_folder decides for sure.)"""
     size, mtime = _stat_key(p)
-    old = known.get(str(p.resolve()))
-    if settle_seconds and now_ns - mtime < settle_seconds * 1e9:
-        return False
-    return old is None or old[6:8] != (size, mtime)
+    return (not _settling(mtime, settle_seconds, now_ns)
+            and _stat_changed(known.get(str(p.resolve())), size, mtime))
 
 
 def _record_stat(con, display: str, size: int, mtime: int, digest: str) -> None:
@@ -354,7 +361,8 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
         for layer in LAYERS:
             con.execute(f"create schema if not exists {layer}")
         con.execute("drop schema if exists scope cascade")  # (scope tables are temporary now)
-        staged = StagingState(con)
+        staged = StagingState(con, [p.read_text(encoding="utf-8")
+                                    for layer, _, p in order if layer == "staging"])
         last_staging = [n for layer, n, _ in order if layer == "staging"][-1]
         existing = {r[0] for r in con.execute(
             "select table_name from information_schema.tables where table_schema = 'staging'"

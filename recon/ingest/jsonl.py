@@ -317,7 +317,7 @@ def _chunks(path: Path, hasher=None):
     free: queue.Queue = queue.Queue()
     for _ in range(BUFFERS):
         free.put(bytearray(FAST_CHUNK))
-    ready: queue.Queue = queue.Queue()  # at most two chunks: there are two buffers
+    ready: queue.Queue = queue.Queue()  # at most BUFFERS chunks: one per buffer
     stop = threading.Event()
 
     def next_buffer():
