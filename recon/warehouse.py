@@ -361,8 +361,8 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
         for layer in LAYERS:
             con.execute(f"create schema if not exists {layer}")
         con.execute("drop schema if exists scope cascade")  # (scope tables are temporary now)
-        staged = StagingState(con, [p.read_text(encoding="utf-8")
-                                    for layer, _, p in order if layer == "staging"])
+        staged = StagingState(con, {n: p.read_text(encoding="utf-8").strip().rstrip(";")
+                                    for layer, n, p in order if layer == "staging"})
         last_staging = [n for layer, n, _ in order if layer == "staging"][-1]
         existing = {r[0] for r in con.execute(
             "select table_name from information_schema.tables where table_schema = 'staging'"

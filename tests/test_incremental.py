@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recon.incremental import spec_of
+from recon.incremental import bounds_of, spec_of
 from recon.pipeline import run
 from recon.warehouse import SQL_DIR, connect, sql_models
 
@@ -136,9 +136,10 @@ def test_a_changed_model_is_rebuilt(daily, tmp_path, monkeypatch):
     con.close()
 
 
-def test_records_repeated_in_a_later_file_compete_like_a_full_rebuild(daily, tmp_path):
-    """The same pod version, job or billing bucket landed again in a new file: the winner is
-    the model's own order (first file for pods, last for jobs and bills), as in a full run."""
+def _replay_run(daily, tmp_path, before_last=None):
+    """Two daily runs, then a third whose new files repeat pod versions, jobs and billing
+    buckets of the first two days; `before_last(con)` may tamper with the warehouse first.
+    Returns (warehouse, number of changed jobs)."""
     import orjson
 
     root, days = daily
@@ -163,7 +164,15 @@ def test_records_repeated_in_a_later_file_compete_like_a_full_rebuild(daily, tmp
     bills = min(land.rglob("billing-pods*.json"))
     shutil.copy(bills, bills.parent / "zz-replay-billing-pods.json")
     _add_day(root / "daily", days[2], land)
+    if before_last is not None:
+        con = connect(db)
+        before_last(con)
+        con.close()
     run(land, db, day_from=days[2], day_to=days[2])
+    return db, len(changed)
+
+
+def _assert_replay_merged(db, changed: int) -> None:
     con = connect(db)
     full_copy(con, "full_staging", staging_tables())
     assert_same_tables(con, "staging", "full_staging", staging_tables())
@@ -171,8 +180,46 @@ def test_records_repeated_in_a_later_file_compete_like_a_full_rebuild(daily, tmp
                       ).fetchone()[0]
     assert won > 0
     assert con.execute("select count(*) from staging.stg_runpod__jobs where execution_ms = 1234"
-                       ).fetchone()[0] == len(changed)
+                       ).fetchone()[0] == changed
+    # each keyed model's key-hash index holds the hash of every key its table holds
+    for t in staging_tables():
+        spec = spec_of((SQL_DIR / "staging" / f"{t}.sql").read_text())
+        if spec is None or spec.order is None:
+            continue
+        missing = con.execute(f"select count(*) from staging.{t} where hash({', '.join(spec.key)}) "
+                              f"not in (select h from meta.key_hashes__{t})").fetchone()[0]
+        assert missing == 0, t
+    # each bounds index spans every row of its keys (sql/scope/ reads only that span)
+    for t in staging_tables():
+        b = bounds_of((SQL_DIR / "staging" / f"{t}.sql").read_text())
+        if b is None:
+            continue
+        outside = con.execute(f"""select count(*) from staging.{t} s where not exists (
+            select 1 from meta.bounds__{t} b where b.h = hash({', '.join(f's.{k}' for k in b.key)})
+            and s.{b.col} between b.lo and b.hi)""").fetchone()[0]
+        assert outside == 0, t
     con.close()
+
+
+def test_records_repeated_in_a_later_file_compete_like_a_full_rebuild(daily, tmp_path):
+    """The same pod version, job or billing bucket landed again in a new file: the winner is
+    the model's own order (first file for pods, last for jobs and bills), as in a full run."""
+    _assert_replay_merged(*_replay_run(daily, tmp_path))
+
+
+def test_a_key_index_built_under_another_hash_is_rebuilt(daily, tmp_path):
+    """The merge trusts meta.key_hashes__<model> to say no persisted row shares a new key, and
+    the scope trusts meta.bounds__<model> to say when a worker's jobs completed. Indexes left by
+    another DuckDB (whose hash() may differ: here emptied) must be rebuilt, or the repeated jobs
+    and pod versions would be appended next to their rivals and old jobs left out."""
+    def stale(con):
+        assert con.execute("select count(*) from meta.key_indexes").fetchone()[0] >= 5
+        for (model,) in con.execute("select model from meta.key_indexes").fetchall():
+            name, _, bounds = model.partition("#")
+            con.execute(f"delete from meta.{'bounds' if bounds else 'key_hashes'}__{name}")
+        con.execute("update meta.key_indexes set hash_check = 0")
+
+    _assert_replay_merged(*_replay_run(daily, tmp_path, stale))
 
 
 def test_the_delta_reads_no_raw_table_directly(tmp_path):

@@ -10,10 +10,21 @@ with workers as (
     where started_at >= w.lo and started_at < w.hi
 ),
 
+-- every job of those workers completed in [lo, hi] (meta.bounds__stg_runpod__jobs, kept by the
+-- staging build: `-- bounds:` in stg_runpod__jobs.sql): the scan below then skips the row groups
+-- of other days instead of reading every job of history
+span as (
+    select min(b.lo) as lo, max(b.hi) as hi
+    from meta.bounds__stg_runpod__jobs b
+    semi join (select hash(endpoint_id, worker_id) as h from workers) k using (h)
+),
+
 final as (
     select j.*
     from staging.stg_runpod__jobs j
+    cross join span s
     semi join workers k on k.endpoint_id is not distinct from j.endpoint_id and k.worker_id = j.worker_id
+    where j.completed_at >= s.lo and j.completed_at <= s.hi
 )
 
 select * from final
