@@ -404,14 +404,19 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
 
 
 def _history_before_window(con) -> bool:
-    """Does any staged record lie before the scope's reach (the window's first day − 1)?"""
-    firsts = " union all ".join(
-        f"select min({col}) as t from staging.{table}" for table, col in (
+    """Does any staged record lie before the scope's reach (the window's first day − 1)?
+
+    One `limit 1` probe a table: row-group statistics skip the days after it (a min() over
+    every row of history took 0.4 s on a 30-day warehouse of the 500-node fleet)."""
+    reach = con.execute("select (cfg('day_from')::date::timestamptz - interval 1 day)::varchar"
+                        ).fetchone()[0]
+    probes = " union all ".join(
+        f"(select 1 from staging.{table} where {col} < '{reach}'::timestamptz limit 1)"
+        for table, col in (
             ("stg_k8s__pod_life", "created_at"), ("stg_runpod__bill_lines", "bucket_start"),
             ("stg_runpod__pod_billing", "bucket_start"), ("stg_focus__charges", "charge_start"),
             ("stg_runpod__jobs", "completed_at"), ("stg_k8s__events", "first_at")))
-    return con.execute(f"select min(t) < cfg('day_from')::date::timestamptz - interval 1 day "
-                       f"from ({firsts})").fetchone()[0] or False
+    return con.execute(f"select count(*) > 0 from ({probes})").fetchone()[0]
 
 
 def _build_one(con, staged: StagingState, layer: str, name: str, body: str, exists: bool,

@@ -2,6 +2,7 @@
 -- folds, typed. Each item is parsed once, in the run that lands its file (the fold used to parse
 -- every snapshot of history each run: +0.45 s a day of history at 500 nodes, bench/README.md).
 -- incremental: append
+-- bounds: key (endpoint_id, worker_id) span (pulled_at)
 with source as materialized (
     select
         endpoint_id,
