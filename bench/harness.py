@@ -518,6 +518,16 @@ def history(a, sim: Path) -> dict:
         spawn({"mode": "run", "input": str(landn), "db": str(state), "validation": False,
                "exports": False, "day_from": (last - timedelta(days=1)).isoformat(),
                "day_to": (last - timedelta(days=1)).isoformat(), "export_day": first.isoformat()})
+        if a.synthetic_history:
+            # copies of days 1..N-1, earlier (bench/synth_history.py): the history of a month
+            # without landing a month
+            held = days.index(last)
+            print(f"  adding {a.synthetic_history} synthetic copies of those {held} days ...",
+                  file=sys.stderr, flush=True)
+            subprocess.run([sys.executable, str(HERE / "synth_history.py"), str(state),
+                            "--copies", str(a.synthetic_history), "--shift-days", str(held)],
+                           env=child_env(), cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+            out["history_days"] = held * (a.synthetic_history + 1)
         new = hist / "days" / f"day-{last.isoformat()}"
         rn = []
         for i in range(a.runs):
@@ -647,6 +657,10 @@ def print_table(res: dict) -> None:
         h = res["history"]
         d1, dn = h["day1"]["stages"], h["dayN"]["stages"]
         n = h.get("day_n", h["days"])  # (a simulation's billing can run on past its last day)
+        held = h.get("history_days", n - 1)
+        if held != n - 1:
+            print(f"history: day {n} runs on {held} days of history ({n - 1} landed, the rest "
+                  f"synthetic copies: bench/synth_history.py)")
         print(f"history: {h['days']} days; day 1 vs day {n} (median s):")
         for k in ("landing", "staging", "scope", "intermediate", "marts", "commit", "pipeline_run",
                   "daily_total"):
@@ -724,6 +738,9 @@ def main(argv=None) -> None:
     ap.add_argument("--history-only", action="store_true")
     ap.add_argument("--history-alone", action="store_true", help="with --history: also run day "
                     "N's files alone in an empty warehouse (day N's own work without history)")
+    ap.add_argument("--synthetic-history", type=int, default=0, metavar="K", help="with "
+                    "--history: give day N's warehouse K copies of days 1..N-1, moved earlier "
+                    "(bench/synth_history.py): a month of history without landing a month")
     ap.add_argument("--memory-limit", help="run with DuckDB's memory_limit set (e.g. 1GB) on "
                     "the pipeline's connection: what a cap would cost (the product sets none)")
     ap.add_argument("--cold-imports", action="store_true", help="runs without cached bytecode "
