@@ -669,8 +669,8 @@ def print_table(res: dict) -> None:
                       f"   x{dn[k]['median'] / d1[k]['median']:.2f}")
         if h.get("dayN_alone"):
             da = h["dayN_alone"]["stages"]
-            print(f"day {n} with days 1..{n - 1} in the warehouse vs day {n}'s files alone "
-                  f"(median s):")
+            print(f"day {n} with {held} days of history in the warehouse vs day {n}'s files "
+                  f"alone (median s):")
             for k in ("landing", "staging", "scope", "intermediate", "marts", "commit",
                       "pipeline_run", "daily_total"):
                 if k in dn:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recon.incremental import bounds_of, spec_of
+from recon.incremental import HASH_CHECK, bounds_of, spec_of
 from recon.pipeline import run
 from recon.warehouse import SQL_DIR, connect, sql_models
 
@@ -564,3 +564,57 @@ def test_day_by_day_equals_one_run_on_other_fleets(tmp_path, seed, days, nodes, 
     for d in ds:
         run(tmp_path / "sim", tmp_path / "win.duckdb", day_from=d, day_to=d)
     _marts_equal(tmp_path / "full.duckdb", tmp_path / "win.duckdb")
+
+
+def test_synthetic_history_keeps_keys_apart_and_the_day_it_precedes(daily, tmp_path):
+    """bench/synth_history.py (the day-30 figures at 500 nodes): its copies multiply history
+    without sharing a key with the real rows, leave the meta indexes valid, and a day run on top
+    of them builds that day's marts as it would without them."""
+    import duckdb
+
+    spec = importlib.util.spec_from_file_location("synth", ROOT / "bench" / "synth_history.py")
+    synth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synth)
+    root, days = daily
+    dbs = {}
+    for name, copies in (("plain", 0), ("synth", 2)):
+        land = tmp_path / name
+        land.mkdir()
+        shutil.copy(root / "daily" / "recon.toml", land / "recon.toml")
+        db = tmp_path / f"{name}.duckdb"
+        for d in days[:2]:
+            _add_day(root / "daily", d, land)
+            run(land, db, day_from=d, day_to=d)
+        if copies:
+            con = duckdb.connect(str(db))
+            before = {t: con.execute(f"select count(*) from staging.{t}").fetchone()[0]
+                      for t in ("stg_runpod__jobs", "stg_k8s__pods", "stg_runpod__workers")}
+            con.close()
+            synth.main([str(db), "--copies", str(copies), "--shift-days", "2"])
+            con = connect(db)
+            for t, n in before.items():
+                assert n > 0
+                assert con.execute(f"select count(*) from staging.{t}").fetchone()[0] == 3 * n, t
+            assert con.execute("select count(*) - count(distinct (endpoint_id, job_id)) "
+                               "from staging.stg_runpod__jobs").fetchone()[0] == 0
+            # every keyed model's index and every bounds index rebuilt under this hash()
+            check = con.execute(f"select {HASH_CHECK}").fetchone()[0]
+            assert con.execute("select count(*) from meta.key_indexes where hash_check = ?",
+                               [check]).fetchone()[0] >= 8
+            con.close()
+        _add_day(root / "daily", days[2], land)
+        run(land, db, day_from=days[2], day_to=days[2])
+        dbs[name] = db
+    import duckdb as _d
+
+    con = _d.connect()
+    con.execute("set TimeZone = 'UTC'")
+    con.execute(f"attach '{dbs['plain']}' as a (read_only)")
+    con.execute(f"attach '{dbs['synth']}' as b (read_only)")
+    for t in ("resource_day", "billed_segments", "findings", "settlement"):
+        q = f"from {{}}.marts.{t} where day = '{days[2].isoformat()}'"
+        for x, y in (("a", "b"), ("b", "a")):
+            assert con.execute(f"select count(*) from ({q.format(x)} except all {q.format(y)})"
+                               ).fetchone()[0] == 0, t
+        assert con.execute(f"select count(*) from ({q.format('a')})").fetchone()[0] > 0, t
+    con.close()
