@@ -14,8 +14,15 @@
 --   `__unallocated__`, category `unreconciled`.
 -- Leftover rows repeat the marker as namespace and name the billed resource as workload.
 -- A pod without a team label counts as `__unallocated__`.
-with segments as (
-    select * from intermediate.int_resource__instance_segments
+-- Every piece belongs to one (resource, day): each source is cut to the run's days first (a
+-- windowed run's segments reach back over whole compute islands; the marts hold every day).
+with days as (
+    select cfg('day_from')::date as lo, cfg('day_to')::date as hi
+),
+
+segments as (
+    select g.* from intermediate.int_resource__instance_segments g, days
+    where g.day between days.lo and days.hi
 ),
 
 present as (
@@ -71,8 +78,9 @@ storage_running as (
            b.expected_amount * coalesce(w.ms / sum(w.ms) over (partition by b.resource_id, b.day), 1)
                as expected_amount
     from marts.billed_segments b
+    cross join days
     left join compute_weights w on w.resource_id = b.resource_id and w.day = b.day and w.ms > 0
-    where b.category = 'storage_running'
+    where b.category = 'storage_running' and b.day between days.lo and days.hi
 ),
 
 network_volume_days as (
@@ -80,8 +88,8 @@ network_volume_days as (
            sum(lingering_ms) as lingering_ms, sum(attached_ms) as attached_ms,
            sum(total_amount_usd * lingering_ms / bucket_ms) as lingering_usd,
            sum(total_amount_usd * attached_ms / bucket_ms) as attached_usd
-    from intermediate.int_storage__network_volume_buckets
-    where bucket_ms > 0
+    from intermediate.int_storage__network_volume_buckets, days
+    where bucket_ms > 0 and cast(date_trunc('day', bucket_start) as date) between days.lo and days.hi
     group by all
 ),
 
@@ -97,16 +105,19 @@ other as (
     select resource_id, day, category,
            case when category in ('idle', 'storage_lingering') then '__idle__' else '__unallocated__' end as team,
            seconds * 1000 as ms, amount, expected_amount
-    from marts.billed_segments
-    where category in ('storage_lingering', 'cold_start', 'execution', 'idle', 'rounding')
-       or (resource_kind = 'serverless' and category = 'unobserved')
+    from marts.billed_segments, days
+    where (category in ('storage_lingering', 'cold_start', 'execution', 'idle', 'rounding')
+           or (resource_kind = 'serverless' and category = 'unobserved'))
+      and day between days.lo and days.hi
 ),
 
 unreconciled as (
     select d.resource_id, d.day, 'unreconciled' as category, '__unallocated__' as team, 0 as ms,
            d.billed_amount - coalesce(sum(b.amount), 0) as amount, cast(null as double) as expected_amount
     from marts.resource_day d
+    cross join days
     left join marts.billed_segments b using (resource_id, day)
+    where d.day between days.lo and days.hi
     group by d.resource_id, d.day, d.billed_amount
     having abs(d.billed_amount - coalesce(sum(b.amount), 0)) > 0.000001
 ),
