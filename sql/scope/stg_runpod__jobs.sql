@@ -1,4 +1,4 @@
--- grain: as staging.stg_runpod__jobs, for the window: every job of a worker that completed a job
+-- grain: as staging.stg_runpod__jobs (the columns read), for the window: every job of a worker that completed a job
 -- in it or started in it (a worker session's cold start, gaps and rounding span all its jobs).
 with workers as (
     select distinct endpoint_id, worker_id
@@ -19,8 +19,12 @@ span as (
     semi join (select hash(endpoint_id, worker_id) as h from workers) k using (h)
 ),
 
+-- Only the columns its one reader, int_serverless__worker_sessions, takes: the day's 2 M jobs are
+-- copied here, and their ids and file names are most of the bytes (a reader needing another
+-- column fails to bind in every windowed test).
 final as (
-    select j.*
+    select j.endpoint_id, j.worker_id, j.execution_ms, j.submitted_at, j.execution_started_at,
+           j.completed_at
     from staging.stg_runpod__jobs j
     cross join span s
     semi join workers k on k.endpoint_id is not distinct from j.endpoint_id and k.worker_id = j.worker_id
