@@ -88,15 +88,20 @@ def main(argv=None) -> None:
         con.execute("drop table _orig")
         n = con.execute(f"select count(*) from {table}").fetchone()[0]
         print(f"{table}: {n0:,} -> {n:,} rows ({time.perf_counter() - t0:.1f} s)", flush=True)
-    try:  # the measured tree's meta indexes, rebuilt over the copies
-        from recon.incremental import StagingState
+    try:  # the measured tree's meta indexes, rebuilt over the copies (as a daily run has them)
+        from recon.incremental import bounds_of, build_bounds, build_key_index, spec_of
         from recon.warehouse import SQL_DIR
 
         con.execute("delete from meta.key_indexes")
-        StagingState(con, {p.stem: p.read_text(encoding="utf-8").strip().rstrip(";")
-                           for p in sorted((SQL_DIR / "staging").glob("*.sql"))})
+        for p in sorted((SQL_DIR / "staging").glob("*.sql")):
+            sql = p.read_text(encoding="utf-8")
+            spec, bounds = spec_of(sql), bounds_of(sql)
+            if spec is not None and spec.order is not None:
+                build_key_index(con, f"staging.{p.stem}", spec)
+            if bounds is not None:
+                build_bounds(con, f"staging.{p.stem}", bounds)
         print("meta indexes rebuilt", file=sys.stderr)
-    except (ImportError, TypeError, duckdb.CatalogException) as e:
+    except (ImportError, duckdb.CatalogException) as e:
         print(f"no meta indexes in this tree ({type(e).__name__})", file=sys.stderr)
     con.execute("checkpoint")
     con.close()

@@ -173,27 +173,42 @@ class StagingState:
         self.ran: dict[str, str] = {}
         # models that another one refolds (`-- incremental: recompute key (…) from <model>`)
         self.recomputed_from = recomputed_sources(models.values())
-        self._check_indexes(models)
+        self._check_indexes()
 
-    def _check_indexes(self, models: dict[str, str]) -> None:
-        """Rebuild the key-hash and bounds indexes of models kept as they are (their SQL did not
-        change, their table exists) when missing or built under another hash function. Models
-        rebuilt in full get theirs from `built`."""
+    def _check_indexes(self) -> None:
+        """Forget indexes built under another hash function; an index is (re)built from its
+        table the first time a run needs it (`_ensure`), so that a run that never merges (a
+        first day, a full rebuild) does not pay for one."""
         con = self.con
-        if self.stale:
-            return  # every model is rebuilt in full
         check = con.execute(f"select {HASH_CHECK}").fetchone()[0]
-        valid = dict(con.execute("select model, hash_check from meta.key_indexes").fetchall())
-        tables = {r[0] for r in con.execute("select table_name from information_schema.tables "
-                                            "where table_schema = 'staging'").fetchall()}
-        for name, sql in models.items():
-            if name not in tables or self.models.get(name) != sql_hash(sql):
-                continue
-            spec, bounds = spec_of(sql), bounds_of(sql)
-            if spec is not None and spec.order is not None and valid.get(name) != check:
-                build_key_index(con, f"staging.{name}", spec)
-            if bounds is not None and valid.get(f"{name}#bounds") != check:
-                build_bounds(con, f"staging.{name}", bounds)
+        for (model,) in con.execute("select model from meta.key_indexes where hash_check <> ?",
+                                    [check]).fetchall():
+            self._forget(model)
+        self._valid = {r[0] for r in con.execute("select model from meta.key_indexes").fetchall()}
+
+    def _forget(self, model: str) -> None:
+        name, _, kind = model.partition("#")
+        self.con.execute(f"drop table if exists meta.{'bounds' if kind else 'key_hashes'}__{name}")
+        self.con.execute("delete from meta.key_indexes where model = ?", [model])
+        getattr(self, "_valid", set()).discard(model)
+
+    def _ensure(self, name: str, sql: str, bounds: bool = False) -> None:
+        """Build the model's key-hash index (`bounds`: its bounds index) from its table unless
+        a valid one exists."""
+        model = f"{name}#bounds" if bounds else name
+        if model in self._valid:
+            return
+        if bounds:
+            build_bounds(self.con, f"staging.{name}", bounds_of(sql))
+        else:
+            build_key_index(self.con, f"staging.{name}", spec_of(sql))
+        self._valid.add(model)
+
+    def ensure_bounds(self) -> None:
+        """Every bounds index, before sql/scope/ reads them."""
+        for name, sql in self.sql.items():
+            if bounds_of(sql) is not None:
+                self._ensure(name, sql, bounds=True)
 
     def mode(self, name: str, sql: str, exists: bool) -> str:
         """`full`, `delta` (merge the new files' rows), `recompute` (refold the keys another
@@ -235,6 +250,7 @@ class StagingState:
         try:
             bounds = bounds_of(sql)
             if bounds is not None:  # rows a rival replaces keep their span: it only widens
+                self._ensure(name, sql, bounds=True)
                 con.execute(f"insert into meta.bounds__{name} {_bounds_select(bounds, '_recon_delta')}")
             if name in self.recomputed_from:  # the keys another model refolds, in its terms
                 con.execute(f"create or replace temp table _recon_keys_{name} as "
@@ -243,6 +259,7 @@ class StagingState:
             if spec.key is None:
                 con.execute(f"insert into {table} by name select * from _recon_delta")
                 return
+            self._ensure(name, sql)
             if not self._may_have_rivals(table, spec):  # usual for jobs: ids are new each day
                 con.execute(f"insert into {table} by name select * from _recon_delta")
                 self._index_delta(table, spec, candidates=False)
@@ -284,8 +301,7 @@ class StagingState:
                                 f"using (h)").fetchone()[0])
 
     def _index(self, table: str, spec: Spec) -> str:
-        """The model's key-hash index (valid: checked when the run began, or built with its
-        table)."""
+        """The model's key-hash index (made valid by `_ensure` before the merge)."""
         return f"meta.key_hashes__{table.split('.')[-1]}"
 
     def _index_delta(self, table: str, spec: Spec, candidates: bool) -> None:
@@ -306,13 +322,18 @@ class StagingState:
         spec = spec_of(sql)
         keys = f"_recon_keys_{spec.source}"
         on = lambda a, b: " and ".join(f"{a}.{k} is not distinct from {b}.{k}" for k in spec.key)
-        src_span = self._span(spec.source, bounds_of(self.sql.get(spec.source, "")), spec.key, keys, "s")
+        src_sql = self.sql.get(spec.source, "")
+        if bounds_of(src_sql) is not None:
+            self._ensure(spec.source, src_sql, bounds=True)
+        src_span = self._span(spec.source, bounds_of(src_sql), spec.key, keys, "s")
         body = re.sub(rf"\bstaging\.{spec.source}\b",
                       f"(select s.* from staging.{spec.source} s semi join {keys} k on {on('s', 'k')}"
                       f" where {src_span})", sql)
         con = self.con
         name = table.split(".")[-1]
         bounds = bounds_of(sql)
+        if bounds is not None:
+            self._ensure(name, sql, bounds=True)
         span = self._span(name, bounds, spec.key, keys, "t")
         con.execute(f"delete from {table} where rowid in (select t.rowid from {table} t "
                     f"semi join {keys} k on {on('t', 'k')} where {span})")
@@ -339,11 +360,10 @@ class StagingState:
         return f"({inside} or {col} is null)"
 
     def built(self, name: str, sql: str) -> None:
-        spec, bounds = spec_of(sql), bounds_of(sql)
-        if spec is not None and spec.order is not None:
-            build_key_index(self.con, f"staging.{name}", spec)
-        if bounds is not None:
-            build_bounds(self.con, f"staging.{name}", bounds)
+        """The model was rebuilt in full: its indexes describe the old table."""
+        spec = spec_of(sql)
+        for model in (name, f"{name}#bounds"):
+            self._forget(model)
         if spec is not None:
             self.con.execute("insert or replace into meta.staged_models values (?, ?)",
                              [name, sql_hash(sql)])

@@ -373,6 +373,8 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
                 decided = True
                 if not _history_before_window(con):
                     scoped.clear()  # all data lies in the window's reach: the scope would be a copy
+                else:
+                    staged.ensure_bounds()
             if layer == "scope" and not scoped:
                 continue
             body = path.read_text(encoding="utf-8").strip().rstrip(";")
