@@ -174,6 +174,22 @@ class StagingState:
         # models that another one refolds (`-- incremental: recompute key (…) from <model>`)
         self.recomputed_from = recomputed_sources(models.values())
         self._check_indexes()
+        self._first_rowids = self._landed_here()
+
+    def _landed_here(self) -> dict[str, int] | None:
+        """{raw table: its next rowid before this transaction landed} when this transaction
+        landed every new file (`warehouse._note_first_rowids`), else None."""
+        con = self.con
+        if con.execute("select count(*) from duckdb_tables() where temporary and table_name in "
+                       "('_recon_landed_files', '_recon_first_rowids')").fetchone()[0] < 2:
+            return None  # (a failed query would abort the caller's transaction)
+        landed = {r[0] for r in con.execute("select source_file from _recon_landed_files "
+                                            "where txid = txid_current()").fetchall()}
+        firsts = dict(con.execute("select tbl, first_rowid from _recon_first_rowids "
+                                  "where txid = txid_current()").fetchall())
+        if not firsts or not set(self.new) <= landed:
+            return None
+        return firsts
 
     def _check_indexes(self) -> None:
         """Forget indexes built under another hash function; an index is (re)built from its
@@ -232,8 +248,10 @@ class StagingState:
                 files = ", ".join("'" + f.replace("'", "''") + "'" for f in self.new)
                 # New files' rows were appended last: a rowid bound lets the scan skip the row
                 # groups of history (an IN list alone is checked after reading every doc).
-                first = self.con.execute(f"select min(rowid) from raw.{table} "
-                                         f"where source_file in ({files})").fetchone()[0]
+                first = self._first_rowids.get(table) if self._first_rowids else None
+                if first is None:
+                    first = self.con.execute(f"select min(rowid) from raw.{table} "
+                                             f"where source_file in ({files})").fetchone()[0]
                 bound = "false" if first is None else f"rowid >= {int(first)}"
                 self.con.execute(f"create or replace temp view {name} as select * from raw.{table} "
                                  f"where {bound} and source_file in ({files})")

@@ -136,20 +136,25 @@ def test_a_changed_model_is_rebuilt(daily, tmp_path, monkeypatch):
     con.close()
 
 
+def _daily_runs(daily, land: Path, db: Path, n: int):
+    """A landing folder with the daily fixture's first `n` days, each run as a daily run."""
+    root, days = daily
+    land.mkdir()
+    shutil.copy(root / "daily" / "recon.toml", land / "recon.toml")
+    for d in days[:n]:
+        _add_day(root / "daily", d, land)
+        run(land, db, day_from=d, day_to=d)
+    return root, days
+
+
 def _replay_run(daily, tmp_path, before_last=None):
     """Two daily runs, then a third whose new files repeat pod versions, jobs and billing
     buckets of the first two days; `before_last(con)` may tamper with the warehouse first.
     Returns (warehouse, number of changed jobs)."""
     import orjson
 
-    root, days = daily
-    land = tmp_path / "land"
-    land.mkdir()
-    shutil.copy(root / "daily" / "recon.toml", land / "recon.toml")
-    db = tmp_path / "w.duckdb"
-    for d in days[:2]:
-        _add_day(root / "daily", d, land)
-        run(land, db, day_from=d, day_to=d)
+    land, db = tmp_path / "land", tmp_path / "w.duckdb"
+    root, days = _daily_runs(daily, land, db, 2)
     pods = min(land.rglob("watch-pods*.jsonl"))
     k8s = pods.parent
     # sorts before the original: its copies of pod versions win in stg_k8s__pods
@@ -621,4 +626,33 @@ def test_synthetic_history_keeps_keys_apart_and_the_day_it_precedes(daily, tmp_p
             assert con.execute(f"select count(*) from ({q.format(x)} except all {q.format(y)})"
                                ).fetchone()[0] == 0, t
         assert con.execute(f"select count(*) from ({q.format('a')})").fetchone()[0] > 0, t
+    con.close()
+
+
+def test_new_rows_are_found_by_this_runs_rowids_or_the_slow_way(daily, tmp_path, monkeypatch):
+    """Staging finds the new files' raw rows from the rowids noted before this transaction
+    landed them; files landed by an earlier transaction (here: a load without a build) are found
+    by looking for their first row. Either way staging equals a full rebuild."""
+    from recon.incremental import StagingState
+    from recon.warehouse import load_folder
+
+    seen = []
+    real = StagingState._landed_here
+    monkeypatch.setattr(StagingState, "_landed_here",
+                        lambda self: seen.append(real(self)) or seen[-1])
+    land, db = tmp_path / "land", tmp_path / "w.duckdb"
+    root, days = _daily_runs(daily, land, db, 2)
+    assert seen[0] is not None and seen[1] is not None  # landed and staged in one transaction
+    assert set(seen[1]) >= {"k8s_objects", "serverless_jobs", "runpod_inventory"}
+    _add_day(root / "daily", days[2], land)
+    con = connect(db)
+    load_folder(con, land)  # its own transaction: landed, not staged
+    con.close()
+    run(land, db, day_from=days[2], day_to=days[2])
+    assert seen[2] is None
+    con = connect(db)
+    assert con.execute("select count(*) from meta.staged_files").fetchone()[0] == \
+        con.execute("select count(*) from raw.files").fetchone()[0]
+    full_copy(con, "full_staging", staging_tables())
+    assert_same_tables(con, "staging", "full_staging", staging_tables())
     con.close()
