@@ -486,12 +486,13 @@ def history(a, sim: Path) -> dict:
     out: dict = {"days": len(days), "day_n": days.index(last) + 1, "first": first.isoformat(),
                  "last": last.isoformat()}
     try:
-        def landing(upto: date, name: str) -> Path:
+        def landing(upto: date, name: str, since: date = date.min) -> Path:
+            """A landing folder holding days since..upto of the daily folders (hard links)."""
             land = work / name
             land.mkdir()
             shutil.copy(hist / "days" / "recon.toml", land / "recon.toml")
             for d in days:
-                if d <= upto:
+                if since <= d <= upto:
                     src = hist / "days" / f"day-{d.isoformat()}"
                     for p in src.rglob("*"):
                         if p.is_file():
@@ -553,14 +554,7 @@ def history(a, sim: Path) -> dict:
         # bounds the history's cost from above)
         ra = []
         if a.history_alone:
-            land_alone = work / "land-alone"
-            land_alone.mkdir()
-            shutil.copy(hist / "days" / "recon.toml", land_alone / "recon.toml")
-            for p in new.rglob("*"):
-                if p.is_file():
-                    q = land_alone / p.relative_to(hist / "days")
-                    q.parent.mkdir(parents=True, exist_ok=True)
-                    os.link(p, q)
+            land_alone = landing(last, "land-alone", since=last)
             for i in range(a.runs):
                 db = work / f"da-{i}.duckdb"
                 ra.append(spawn({"mode": "run", "input": str(land_alone), "db": str(db),

@@ -128,12 +128,17 @@ union all
     con.execute(f"alter table {tmp} rename to {name}")
 
 
+def _key_hashes(table: str) -> str:
+    """The key-hash index of `staging.<model>`: meta.key_hashes__<model>."""
+    return f"meta.key_hashes__{table.split('.')[-1]}"
+
+
 def build_key_index(con, table: str, spec: Spec) -> None:
     """(Re)build meta.key_hashes__<model>: hash(key) of every row of `table`."""
-    name = table.split(".")[-1]
-    con.execute(f"create or replace table meta.key_hashes__{name} as "
+    con.execute(f"create or replace table {_key_hashes(table)} as "
                 f"select hash({', '.join(spec.key)}) as h from {table}")
-    con.execute(f"insert or replace into meta.key_indexes select ?, {HASH_CHECK}", [name])
+    con.execute(f"insert or replace into meta.key_indexes select ?, {HASH_CHECK}",
+                [table.split(".")[-1]])
 
 
 def _bounds_select(b: Bounds, source: str) -> str:
@@ -174,7 +179,7 @@ class StagingState:
         # models that another one refolds (`-- incremental: recompute key (…) from <model>`)
         self.recomputed_from = recomputed_sources(models.values())
         self._check_indexes()
-        self._first_rowids = self._landed_here()
+        self._first_rowids = self._landed_here() or {}
 
     def _landed_here(self) -> dict[str, int] | None:
         """{raw table: its next rowid before this transaction landed} when this transaction
@@ -197,16 +202,16 @@ class StagingState:
         first day, a full rebuild) does not pay for one."""
         con = self.con
         check = con.execute(f"select {HASH_CHECK}").fetchone()[0]
-        for (model,) in con.execute("select model from meta.key_indexes where hash_check <> ?",
-                                    [check]).fetchall():
+        built = dict(con.execute("select model, hash_check from meta.key_indexes").fetchall())
+        self._valid = {m for m, h in built.items() if h == check}
+        for model in set(built) - self._valid:
             self._forget(model)
-        self._valid = {r[0] for r in con.execute("select model from meta.key_indexes").fetchall()}
 
     def _forget(self, model: str) -> None:
         name, _, kind = model.partition("#")
         self.con.execute(f"drop table if exists meta.{'bounds' if kind else 'key_hashes'}__{name}")
         self.con.execute("delete from meta.key_indexes where model = ?", [model])
-        getattr(self, "_valid", set()).discard(model)
+        self._valid.discard(model)
 
     def _ensure(self, name: str, sql: str, bounds: bool = False) -> None:
         """Build the model's key-hash index (`bounds`: its bounds index) from its table unless
@@ -248,7 +253,7 @@ class StagingState:
                 files = ", ".join("'" + f.replace("'", "''") + "'" for f in self.new)
                 # New files' rows were appended last: a rowid bound lets the scan skip the row
                 # groups of history (an IN list alone is checked after reading every doc).
-                first = self._first_rowids.get(table) if self._first_rowids else None
+                first = self._first_rowids.get(table)
                 if first is None:
                     first = self.con.execute(f"select min(rowid) from raw.{table} "
                                              f"where source_file in ({files})").fetchone()[0]
@@ -312,19 +317,15 @@ class StagingState:
 
     def _may_have_rivals(self, table: str, spec: Spec) -> bool:
         con = self.con
-        index = self._index(table, spec)
+        index = _key_hashes(table)
         con.execute(f"create or replace temp table _recon_delta_hashes as "
                     f"select distinct hash({', '.join(spec.key)}) as h from _recon_delta")
         return bool(con.execute(f"select count(*) from {index} i semi join _recon_delta_hashes d "
                                 f"using (h)").fetchone()[0])
 
-    def _index(self, table: str, spec: Spec) -> str:
-        """The model's key-hash index (made valid by `_ensure` before the merge)."""
-        return f"meta.key_hashes__{table.split('.')[-1]}"
-
     def _index_delta(self, table: str, spec: Spec, candidates: bool) -> None:
         """Add the delta's key hashes to the index (`candidates`: some may be there already)."""
-        index = f"meta.key_hashes__{table.split('.')[-1]}"
+        index = _key_hashes(table)
         new = "_recon_delta_hashes"
         if candidates:
             new = f"(select h from _recon_delta_hashes anti join {index} using (h))"
@@ -340,19 +341,14 @@ class StagingState:
         spec = spec_of(sql)
         keys = f"_recon_keys_{spec.source}"
         on = lambda a, b: " and ".join(f"{a}.{k} is not distinct from {b}.{k}" for k in spec.key)
-        src_sql = self.sql.get(spec.source, "")
-        if bounds_of(src_sql) is not None:
-            self._ensure(spec.source, src_sql, bounds=True)
-        src_span = self._span(spec.source, bounds_of(src_sql), spec.key, keys, "s")
+        src_span = self._span(spec.source, spec.key, keys, "s")
         body = re.sub(rf"\bstaging\.{spec.source}\b",
                       f"(select s.* from staging.{spec.source} s semi join {keys} k on {on('s', 'k')}"
                       f" where {src_span})", sql)
         con = self.con
         name = table.split(".")[-1]
         bounds = bounds_of(sql)
-        if bounds is not None:
-            self._ensure(name, sql, bounds=True)
-        span = self._span(name, bounds, spec.key, keys, "t")
+        span = self._span(name, spec.key, keys, "t")
         con.execute(f"delete from {table} where rowid in (select t.rowid from {table} t "
                     f"semi join {keys} k on {on('t', 'k')} where {span})")
         if bounds is None:
@@ -363,12 +359,16 @@ class StagingState:
         con.execute(f"insert into meta.bounds__{name} {_bounds_select(bounds, '_recon_refold')}")
         con.execute("drop table _recon_refold")
 
-    def _span(self, model: str, bounds: Bounds | None, key: tuple[str, ...], keys: str,
-              alias: str) -> str:
+    def _span(self, model: str, key: tuple[str, ...], keys: str, alias: str) -> str:
         """A predicate on `alias` true for every row of `model` whose key is in `keys`: the
         span meta.bounds__<model> gives those keys (rows whose span column is null included),
-        or `true` without bounds by that key."""
-        if bounds is None or bounds.key != key:
+        or `true` without bounds by that key. A model with bounds has a valid index after."""
+        sql = self.sql.get(model, "")
+        bounds = bounds_of(sql)
+        if bounds is None:
+            return "true"
+        self._ensure(model, sql, bounds=True)
+        if bounds.key != key:
             return "true"
         lo, hi = self.con.execute(
             f"select min(b.lo)::varchar, max(b.hi)::varchar from meta.bounds__{model} b semi join "

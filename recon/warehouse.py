@@ -381,8 +381,8 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
         for layer in LAYERS:
             con.execute(f"create schema if not exists {layer}")
         con.execute("drop schema if exists scope cascade")  # (scope tables are temporary now)
-        staged = StagingState(con, {n: p.read_text(encoding="utf-8").strip().rstrip(";")
-                                    for layer, n, p in order if layer == "staging"})
+        bodies = {p: p.read_text(encoding="utf-8").strip().rstrip(";") for _, _, p in order}
+        staged = StagingState(con, {n: bodies[p] for layer, n, p in order if layer == "staging"})
         last_staging = [n for layer, n, _ in order if layer == "staging"][-1]
         existing = {r[0] for r in con.execute(
             "select table_name from information_schema.tables where table_schema = 'staging'"
@@ -397,7 +397,7 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
                     staged.ensure_bounds()
             if layer == "scope" and not scoped:
                 continue
-            body = path.read_text(encoding="utf-8").strip().rstrip(";")
+            body = bodies[path]
             if layer == "scope":
                 body = re.sub(r"\bscope\.([a-z0-9_]+)\b", r"scope__\1", body)
             elif windowed and layer in ("intermediate", "marts") and not SCOPE_BEFORE.search(body):
