@@ -23,7 +23,7 @@ from .config import Config, is_config_file
 from .incremental import StagingState, create_deduped
 from .ingest.load import (
     TABLES, FileResult, arrow_bad, arrow_rows, is_list_candidate, land_jsonl, land_list,
-    prepare_list, read_file, sha256_of,
+    prepare_list, read_file, row_group_parts, sha256_of,
 )
 
 log = logging.getLogger(__name__)
@@ -193,13 +193,7 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
             digest = digest or r.sha256 or sha256_of(p)
             for t in TABLES:
                 if r.rows[t]:
-                    tbl = arrow_rows(r, t)
-                    con.register("_recon_rows", tbl)
-                    try:
-                        con.execute(f"insert into raw.{t} by name "
-                                    f"select * replace (json(doc) as doc) from _recon_rows")
-                    finally:
-                        con.unregister("_recon_rows")
+                    _insert_rows(con, t, arrow_rows(r, t))
             if r.bad:
                 con.register("_recon_bad", arrow_bad(r))
                 try:
@@ -228,6 +222,18 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
     rank = {str(p.resolve()): i for i, p in enumerate(files)}
     results.sort(key=lambda r: rank.get(r.path, len(rank)))
     return results
+
+
+def _insert_rows(con, table: str, tbl) -> None:
+    """Insert the Arrow rows `tbl` into raw.<table>, in `row_group_parts` (a checkpoint does not
+    have to rewrite row groups to merge them)."""
+    for a, b in row_group_parts(tbl.num_rows):
+        con.register("_recon_rows", tbl.slice(a, b - a))
+        try:
+            con.execute(f"insert into raw.{table} by name "
+                        f"select * replace (json(doc) as doc) from _recon_rows")
+        finally:
+            con.unregister("_recon_rows")
 
 
 def _note_first_rowids(con) -> None:

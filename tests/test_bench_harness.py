@@ -179,6 +179,7 @@ def _land(folder, db, fast: bool, monkeypatch):
             m.setattr(jsonl_mod, "FAST_CHUNK", 4096)
             m.setattr(jsonl_mod, "MIN_BATCH_ROWS", 2)  # chunks of several Arrow batches
             m.setattr(jsonl_mod, "BUFFERS", 2)  # read ahead (the rest of the suite reads 1)
+            m.setattr(jsonl_mod, "ROW_GROUP", 7)  # chunks cut after whole "row groups" of lines
             m.setattr(lists_mod, "LIST_MIN_BYTES", 0)
         con = connect(db)
         try:
@@ -380,6 +381,12 @@ def test_the_chunk_reader_thread_stops_with_its_consumer_and_reports_errors(tmp_
     # every line once, in order, across chunks
     got = b"".join(bytes(c.data) for c in jsonl_mod._chunks(tmp_path / "a.jsonl"))
     assert got == text
+    # a chunk of at least ROW_GROUP lines is cut after a whole number of row groups of lines
+    # (4096-byte chunks hold ~50 of these lines); the rest starts the next chunk
+    monkeypatch.setattr(jsonl_mod, "ROW_GROUP", 16)
+    chunks = [(c.n, c.final, bytes(c.data)) for c in jsonl_mod._chunks(tmp_path / "a.jsonl")]
+    assert b"".join(c[2] for c in chunks) == text
+    assert all(n % 16 == 0 for n, final, _ in chunks if not final) and len(chunks) > 10
     packed = gzip.compress(text)
     (tmp_path / "cut.jsonl.gz").write_bytes(packed[: len(packed) // 2])
     with pytest.raises(EOFError):

@@ -222,13 +222,20 @@ class _Chunk:
     __slots__ = ("buf", "data", "ends", "final", "n", "starts", "table", "trailing")
 
 
-def _index(buf: bytearray, cut: int, final: bool, no0: int) -> _Chunk:
+def _line_ends(data) -> "np.ndarray":
+    import numpy as np
+
+    return np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1
+
+
+def _index(buf: bytearray, cut: int, final: bool, no0: int, ends=None) -> _Chunk:
     import numpy as np
 
     c = _Chunk()
     c.buf, c.data, c.final = buf, memoryview(buf)[:cut], final
     arr = np.frombuffer(c.data, dtype=np.uint8)
-    ends = np.flatnonzero(arr == 10) + 1
+    if ends is None:
+        ends = _line_ends(c.data)
     c.trailing = bool(len(arr)) and arr[-1] != 10  # a last line without its newline
     if c.trailing:
         ends = np.append(ends, len(arr))
@@ -258,6 +265,24 @@ def _index(buf: bytearray, cut: int, final: bool, no0: int) -> _Chunk:
 
 
 SPLIT_BELOW = 65_536  # lines in a chunk
+# DuckDB's rows per row group. An INSERT of fewer rows appends to the table's last, partly
+# filled row group; one of more writes new row groups and leaves its last one partly filled,
+# and the commit's checkpoint then merges such row groups by rewriting them (vacuum): landing
+# the target day's 2 M jobs in 64 MiB chunks (~283k lines: 2 full row groups and a partial
+# one each) left the commit 0.8 s of recompressing job documents. A chunk of more lines than
+# a row group is therefore cut after a whole number of row groups of lines (the rest carried
+# to the next chunk, so a carry is under half a chunk); a line that goes to the Python path
+# leaves one row group a row short, which the checkpoint does not merge.
+ROW_GROUP = 122_880
+
+
+def row_group_parts(n: int) -> list[tuple[int, int]]:
+    """[start, stop) of the rows 0..n to insert apart: first the rest beyond whole row groups
+    (fewer rows than a row group: appended to the table's last, partly filled row group), then
+    the whole row groups' worth in one INSERT (new, full row groups). One INSERT of them all
+    would leave both that last row group and its own last one partly filled (see ROW_GROUP)."""
+    rest = n % ROW_GROUP
+    return [(a, b) for a, b in ((0, rest), (rest, n)) if b > a]
 # Reading buffers (RECON_READ_BUFFERS). 2 = read ahead: a thread reads, hashes and indexes the
 # next chunk while DuckDB parses this one: the target day lands ~0.5-0.8 s faster (~1.5 s before
 # big Lists were parsed ahead) and peaks ~300 MB higher, 1,880 MiB since session 4 (2,299 MiB in
@@ -299,8 +324,12 @@ def _produce(path: Path, hasher, next_buffer):
                 if cut:
                     break
                 filled = end  # no newline yet: read on
+            ends = _line_ends(memoryview(buf)[:cut])
+            if len(ends) >= ROW_GROUP:  # whole row groups of lines (below); the rest carried
+                ends = ends[:len(ends) // ROW_GROUP * ROW_GROUP]
+                cut = int(ends[-1])
             carry = bytes(buf[cut:end])
-            chunk = _index(buf, cut, False, no0)
+            chunk = _index(buf, cut, False, no0, ends)
             no0 += chunk.n
             yield chunk
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import orjson
 
-from .jsonl import LENIENT_RES, _fast_mode, _is_gzip, _nonempty, _q, _str, small_write_buffer
+from .jsonl import (
+    LENIENT_RES, _fast_mode, _is_gzip, _nonempty, _q, _str, row_group_parts, small_write_buffer,
+)
 from .reader import FileResult, _cluster_of, _guard, _k8s
 
 # ------------------------------------------------------------------ fast path: big Kubernetes lists
@@ -119,12 +121,15 @@ def _insert(con, display: str, digest: str, items) -> FileResult:
     res = FileResult(path=display, kind="k8s_list", sha256=digest)
     con.register("_recon_items", items)
     try:
+        n = 0
         with small_write_buffer(con):
-            n = con.execute(
-                f"insert into raw.k8s_objects by name select '{_q(display)}' as source_file, "
-                f"idx as record_no, 'items[' || idx || ']' as locator, '{_q(cluster)}' as "
-                "cluster, 'LISTED' as event_type, kind, uid, resource_version, null as seen_at, "
-                "json(item) as doc from _recon_items where fast").fetchone()[0]
+            for a, b in row_group_parts(items.num_rows):  # idx is 0..num_rows-1
+                n += con.execute(
+                    f"insert into raw.k8s_objects by name select '{_q(display)}' as source_file, "
+                    f"idx as record_no, 'items[' || idx || ']' as locator, '{_q(cluster)}' as "
+                    "cluster, 'LISTED' as event_type, kind, uid, resource_version, null as "
+                    f"seen_at, json(item) as doc from _recon_items where fast and idx >= {a} "
+                    f"and idx < {b}").fetchone()[0]
         slow = con.execute("select idx, item::varchar from _recon_items where not fast order by idx"
                            ).fetchall()
     finally:

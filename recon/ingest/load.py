@@ -12,7 +12,9 @@ The readers: `reader.py` (Python, every format, the reference for routing and re
 
 from __future__ import annotations
 
-from .jsonl import FAST_CHUNK, FAST_MIN_BYTES, LENIENT_RES, LENIENT_SQL, land_jsonl  # noqa: F401
+from .jsonl import (  # noqa: F401
+    FAST_CHUNK, FAST_MIN_BYTES, LENIENT_RES, LENIENT_SQL, land_jsonl, row_group_parts,
+)
 from .lists import LIST_MIN_BYTES, land_list, prepare_list  # noqa: F401
 from .lists import is_candidate as is_list_candidate  # noqa: F401
 from .reader import (  # noqa: F401
