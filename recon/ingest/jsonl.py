@@ -222,7 +222,8 @@ class _Chunk:
     __slots__ = ("buf", "data", "ends", "final", "n", "starts", "table", "trailing")
 
 
-def _line_ends(data) -> "np.ndarray":
+def _line_ends(data):
+    """Offsets just past each newline of `data` (a NumPy array)."""
     import numpy as np
 
     return np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1

@@ -8,7 +8,14 @@ from pathlib import Path
 import orjson
 
 from .jsonl import (
-    LENIENT_RES, _fast_mode, _is_gzip, _nonempty, _q, _str, row_group_parts, small_write_buffer,
+    LENIENT_RES,
+    _fast_mode,
+    _is_gzip,
+    _nonempty,
+    _q,
+    _str,
+    row_group_parts,
+    small_write_buffer,
 )
 from .reader import FileResult, _cluster_of, _guard, _k8s
 

@@ -13,10 +13,22 @@ The readers: `reader.py` (Python, every format, the reference for routing and re
 from __future__ import annotations
 
 from .jsonl import (  # noqa: F401
-    FAST_CHUNK, FAST_MIN_BYTES, LENIENT_RES, LENIENT_SQL, land_jsonl, row_group_parts,
+    FAST_CHUNK,
+    FAST_MIN_BYTES,
+    LENIENT_RES,
+    LENIENT_SQL,
+    land_jsonl,
+    row_group_parts,
 )
 from .lists import LIST_MIN_BYTES, land_list, prepare_list  # noqa: F401
 from .lists import is_candidate as is_list_candidate  # noqa: F401
 from .reader import (  # noqa: F401
-    AMOUNT_KEYS, COMMON, TABLES, FileResult, arrow_bad, arrow_rows, read_file, sha256_of,
+    AMOUNT_KEYS,
+    COMMON,
+    TABLES,
+    FileResult,
+    arrow_bad,
+    arrow_rows,
+    read_file,
+    sha256_of,
 )

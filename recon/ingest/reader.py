@@ -21,8 +21,15 @@ import pyarrow as pa
 
 from . import focus
 from .classify import (
-    INVENTORY_KEYS, WATCH_TYPES, BadRecord, billing_source, check_amounts, doc_kind, require,
-    text_or_none, x_recon,
+    INVENTORY_KEYS,
+    WATCH_TYPES,
+    BadRecord,
+    billing_source,
+    check_amounts,
+    doc_kind,
+    require,
+    text_or_none,
+    x_recon,
 )
 
 log = logging.getLogger(__name__)
