@@ -126,17 +126,20 @@ def _prepare(cur, path: Path, display: str):
 def _insert(con, display: str, digest: str, items) -> FileResult:
     cluster = _cluster_of(display, None)
     res = FileResult(path=display, kind="k8s_list", sha256=digest)
-    con.register("_recon_items", items)
-    try:
-        n = 0
-        with small_write_buffer(con):
-            for a, b in row_group_parts(items.num_rows):  # idx is 0..num_rows-1
+    n = 0
+    with small_write_buffer(con):
+        for a, b in row_group_parts(items.num_rows):
+            con.register("_recon_items", items.slice(a, b - a))
+            try:
                 n += con.execute(
                     f"insert into raw.k8s_objects by name select '{_q(display)}' as source_file, "
                     f"idx as record_no, 'items[' || idx || ']' as locator, '{_q(cluster)}' as "
                     "cluster, 'LISTED' as event_type, kind, uid, resource_version, null as "
-                    f"seen_at, json(item) as doc from _recon_items where fast and idx >= {a} "
-                    f"and idx < {b}").fetchone()[0]
+                    "seen_at, json(item) as doc from _recon_items where fast").fetchone()[0]
+            finally:
+                con.unregister("_recon_items")
+    con.register("_recon_items", items)
+    try:
         slow = con.execute("select idx, item::varchar from _recon_items where not fast order by idx"
                            ).fetchall()
     finally:
