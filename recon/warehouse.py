@@ -341,6 +341,8 @@ def _columns(con, schema: str, table: str) -> set[str]:
 
 WINDOW = re.compile(r"^-- window: key \((?P<key>[^)]*)\) where (?P<where>.*)$", re.M)
 SCOPE_BEFORE = re.compile(r"^-- scope: before\b", re.M)
+# a scope model that its readers read as a view (evaluated by each) instead of a copy
+SCOPE_VIEW = re.compile(r"^-- scope: view\b", re.MULTILINE)
 
 
 def build_order(windowed: bool) -> list[tuple[str, str, Path]]:
@@ -451,7 +453,8 @@ def _build_one(con, staged: StagingState, layer: str, name: str, body: str, exis
                windowed: bool) -> None:
     table = f"{layer}.{name}"
     if layer == "scope":  # temporary: read by this run only, never written to the file
-        con.execute(f"create or replace temp table scope__{name} as\n{body}")
+        kind = "view" if SCOPE_VIEW.search(body) else "table"
+        con.execute(f"create or replace temp {kind} scope__{name} as\n{body}")
         return
     if layer == "staging":
         mode = staged.mode(name, body, exists)

@@ -656,3 +656,44 @@ def test_new_rows_are_found_by_this_runs_rowids_or_the_slow_way(daily, tmp_path,
     full_copy(con, "full_staging", staging_tables())
     assert_same_tables(con, "staging", "full_staging", staging_tables())
     con.close()
+
+
+def test_scope_views_give_every_version_of_the_pods_they_keep(daily, tmp_path, monkeypatch):
+    """scope.stg_k8s__pods is a view (`-- scope: view`: its readers evaluate it instead of a copy
+    being written) that reads only the pod versions created at or after the earliest creation
+    among the pods it keeps (zone maps skip older row groups): that cut must leave out none of
+    their versions. scope.stg_runpod__jobs is a view too; scope.stg_k8s__events, read twice,
+    stays a copy."""
+    import recon.warehouse as wh
+
+    seen = {}
+    real = wh._build_one
+
+    def spy(con, st, layer, name, body, *a):
+        real(con, st, layer, name, body, *a)
+        if layer == "scope" and name == "stg_k8s__pods":
+            cut = "where p.created_at >= s.lo"
+            assert cut in body
+            seen["view"] = con.execute("select count(*), count(distinct pod_uid) "
+                                       "from scope__stg_k8s__pods").fetchone()
+            seen["uncut"] = con.execute(f"select count(*), count(distinct pod_uid) "
+                                        f"from ({body.replace(cut, '')})").fetchone()
+            seen["all"] = con.execute("select count(*) from staging.stg_k8s__pods").fetchone()[0]
+            seen["older"] = con.execute(
+                "select count(*) from staging.stg_k8s__pods p, (select min(created_at) m from "
+                "scope__stg_k8s__pods) s where p.created_at < s.m").fetchone()[0]
+        if layer == "marts" and "kinds" not in seen:  # every scope model is built
+            seen["kinds"] = dict(con.execute(
+                "select table_name, table_type from information_schema.tables "
+                "where table_name like 'scope\\_\\_%' escape '\\'").fetchall())
+
+    monkeypatch.setattr(wh, "_build_one", spy)
+    root, _ = daily
+    from datetime import date
+
+    run(root / "sim", tmp_path / "w.duckdb", day_from=date(2026, 6, 3), day_to=date(2026, 6, 3))
+    assert seen["view"] == seen["uncut"] and seen["view"][0] > 0
+    assert seen["view"][0] < seen["all"] and seen["older"] > 0  # the cut has rows to skip
+    kinds = seen["kinds"]
+    assert kinds["scope__stg_k8s__pods"] == kinds["scope__stg_runpod__jobs"] == "VIEW"
+    assert kinds["scope__stg_k8s__events"] == "LOCAL TEMPORARY"

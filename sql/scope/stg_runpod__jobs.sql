@@ -1,5 +1,6 @@
 -- grain: as staging.stg_runpod__jobs (the columns read), for the window: every job of a worker that completed a job
 -- in it or started in it (a worker session's cold start, gaps and rounding span all its jobs).
+-- scope: view (one reader: a copy would only be read once)
 with workers as (
     select distinct endpoint_id, worker_id
     from staging.stg_runpod__jobs cross join scope.window w
