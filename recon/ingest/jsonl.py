@@ -284,6 +284,8 @@ def row_group_parts(n: int) -> list[tuple[int, int]]:
     would leave both that last row group and its own last one partly filled (see ROW_GROUP)."""
     rest = n % ROW_GROUP
     return [(a, b) for a, b in ((0, rest), (rest, n)) if b > a]
+
+
 # Reading buffers (RECON_READ_BUFFERS). 2 = read ahead: a thread reads, hashes and indexes the
 # next chunk while DuckDB parses this one: the target day lands ~0.5-0.8 s faster (~1.5 s before
 # big Lists were parsed ahead) and peaks ~300 MB higher, 1,880 MiB since session 4 (2,299 MiB in
