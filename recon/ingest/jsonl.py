@@ -271,8 +271,8 @@ SPLIT_BELOW = 65_536  # lines in a chunk
 # and the commit's checkpoint then merges such row groups by rewriting them (vacuum): landing
 # the target day's 2 M jobs in 64 MiB chunks (~283k lines: 2 full row groups and a partial
 # one each) left the commit 0.8 s of recompressing job documents. A chunk of more lines than
-# a row group is therefore cut after a whole number of row groups of lines (the rest carried
-# to the next chunk, so a carry is under half a chunk); a line that goes to the Python path
+# a row group is therefore cut after a whole number of row groups of lines (the rest, fewer
+# lines than the part kept, carried to the next chunk); a line that goes to the Python path
 # leaves one row group a row short, which the checkpoint does not merge.
 ROW_GROUP = 122_880
 

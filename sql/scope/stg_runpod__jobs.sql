@@ -20,9 +20,9 @@ span as (
     semi join (select hash(endpoint_id, worker_id) as h from workers) k using (h)
 ),
 
--- Only the columns its one reader, int_serverless__worker_sessions, takes: the day's 2 M jobs are
--- copied here, and their ids and file names are most of the bytes (a reader needing another
--- column fails to bind in every windowed test).
+-- Only the columns its one reader, int_serverless__worker_sessions, takes: that reader evaluates
+-- this view over the window's ~2 M jobs, whose ids and file names are most of the bytes (a reader
+-- needing another column fails to bind in every windowed test).
 final as (
     select j.endpoint_id, j.worker_id, j.execution_ms, j.submitted_at, j.execution_started_at,
            j.completed_at
