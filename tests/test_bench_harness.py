@@ -234,6 +234,31 @@ def test_a_file_failing_after_chunks_have_landed_is_quarantined_like_the_python_
     assert len(fast["k8s_objects"]) == 2 * 3000  # b and c (whose bad line is quarantined)
 
 
+@pytest.mark.parametrize("buffers", [1, 2])
+def test_fast_path_records_each_files_sha256_of_its_bytes(tmp_path, monkeypatch, buffers):
+    """The fast path hashes each chunk on a thread while DuckDB parses it: the digest kept in
+    raw.files is still that of the file's bytes, in order (a plain file over many chunks, with
+    a cut last line; a gzip file: its compressed bytes)."""
+    import gzip
+    import hashlib
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rng = random.Random(11)
+    text = "".join(json.dumps(_watch(rng, i)) + "\n" for i in range(2000)).encode()
+    (folder / "w.jsonl").write_bytes(text[:-9])
+    (folder / "g.jsonl.gz").write_bytes(gzip.compress(text, compresslevel=1))
+    monkeypatch.setattr(jsonl_mod, "FAST_CHUNK", 8192)
+    monkeypatch.setattr(jsonl_mod, "BUFFERS", buffers)
+    con = connect(tmp_path / "db.duckdb")
+    results = load_folder(con, folder)
+    assert all(r.loaded > 1000 for r in results)  # both landed, most lines through DuckDB
+    got = dict(con.execute("select source_file, sha256 from raw.files").fetchall())
+    assert got == {str(p): hashlib.sha256(p.read_bytes()).hexdigest()
+                   for p in (folder / "w.jsonl", folder / "g.jsonl.gz")}
+    con.close()
+
+
 def test_fast_path_is_taken_and_unchanged_files_are_not_reread(tmp_path, monkeypatch):
     folder = tmp_path / "in"
     folder.mkdir()
