@@ -265,43 +265,52 @@ class StagingState:
         return RAW_REF.sub(view, sql)
 
     def merge(self, table: str, sql: str) -> None:
-        """Merge the delta of `sql` into `table` (e.g. `staging.stg_k8s__pods`)."""
+        """Merge the delta of `sql` into `table` (e.g. `staging.stg_k8s__pods`).
+
+        The delta's rows are appended to the table as the model makes them, then read back by
+        rowid (the appended rows are the table's last). A key that is also in the table, or
+        twice among them, is settled by deleting every row of it but the first in the model's
+        order. Making the delta a temporary table first, then copying it, wrote the day's 2 M
+        jobs twice (bench/README.md, session 7)."""
         spec = spec_of(sql)
         con = self.con
-        create_deduped(con, "_recon_delta", self.delta_sql(sql), temp=True)
         name = table.split(".")[-1]
+        bounds = bounds_of(sql)
+        # indexes first: one (re)built from the table after the append would hold the new keys
+        if bounds is not None:
+            self._ensure(name, sql, bounds=True)
+        if spec.key is not None:
+            self._ensure(name, sql)
+        first = con.execute(f"select coalesce(max(rowid) + 1, 0) from {table}").fetchone()[0]
+        con.execute(f"insert into {table} by name\n{self.delta_sql(sql)}")
+        new = f"(select * from {table} where rowid >= {int(first)})"
         try:
-            bounds = bounds_of(sql)
             if bounds is not None:  # rows a rival replaces keep their span: it only widens
-                self._ensure(name, sql, bounds=True)
-                con.execute(f"insert into meta.bounds__{name} {_bounds_select(bounds, '_recon_delta')}")
+                con.execute(f"insert into meta.bounds__{name} {_bounds_select(bounds, new)}")
             if name in self.recomputed_from:  # the keys another model refolds, in its terms
                 con.execute(f"create or replace temp table _recon_keys_{name} as "
-                            f"select distinct {', '.join(self.recomputed_from[name])} "
-                            f"from _recon_delta")
+                            f"select distinct {', '.join(self.recomputed_from[name])} from {new}")
             if spec.key is None:
-                con.execute(f"insert into {table} by name select * from _recon_delta")
                 return
-            self._ensure(name, sql)
-            if not self._may_have_rivals(table, spec):  # usual for jobs: ids are new each day
-                con.execute(f"insert into {table} by name select * from _recon_delta")
-                self._index_delta(table, spec, candidates=False)
+            key = ", ".join(spec.key)
+            index = _key_hashes(table)
+            con.execute(f"create or replace temp table _recon_delta_hashes as "
+                        f"select hash({key}) as h, count(*) > 1 as twice from {new} group by 1")
+            # keys with rivals: twice among the new rows, or in the index (usual for pods that
+            # run across midnight; jobs ids are new each day: none)
+            con.execute(f"create or replace temp table _recon_rivals as select h from "
+                        f"_recon_delta_hashes d where twice union select h from "
+                        f"_recon_delta_hashes semi join {index} using (h)")
+            con.execute(f"insert into {index} select h from _recon_delta_hashes "
+                        f"anti join {index} using (h)")
+            if not con.execute("select count(*) from _recon_rivals").fetchone()[0]:
                 return
-            on = " and ".join(f"t.{k} is not distinct from d.{k}" for k in spec.key)
-            con.execute(f"create or replace temp table _recon_rivals as "
-                        f"select t.* from {table} t semi join _recon_delta d on {on}")
-            self._index_delta(table, spec, candidates=True)
-            if con.execute("select count(*) from _recon_rivals").fetchone()[0]:
-                con.execute(f"delete from {table} where rowid in "
-                            f"(select t.rowid from {table} t semi join _recon_delta d on {on})")
-                con.execute(f"insert into {table} by name select * from (select * from "
-                            f"_recon_rivals union all by name select * from _recon_delta) "
-                            f"qualify row_number() over (partition by {', '.join(spec.key)} "
-                            f"order by {spec.order}) = 1")
-            else:  # the delta is deduped already: no ranking of the day's 2 M jobs again
-                con.execute(f"insert into {table} by name select * from _recon_delta")
+            # every row of those keys (a hash that only collides leaves one row: kept), ranked
+            con.execute(f"delete from {table} where rowid in (select rowid from (select rowid, "
+                        f"row_number() over (partition by {key} order by {spec.order}) as rank "
+                        f"from {table} where hash({key}) in (select h from _recon_rivals)) "
+                        f"where rank > 1)")
         finally:
-            con.execute("drop table if exists _recon_delta")
             con.execute("drop table if exists _recon_rivals")
             con.execute("drop table if exists _recon_delta_hashes")
 
@@ -310,26 +319,11 @@ class StagingState:
     # Finding a delta's rival rows by joining on the key columns reads every persisted key: the
     # target fleet's jobs merge spent 0.6 s on it with three days of history, growing ~0.2 s per
     # day. meta.key_hashes__<model> holds hash(key) of every persisted row (8 bytes, no strings);
-    # when none of the delta's key hashes is in it, no persisted row shares a key and the delta
-    # is appended as it is. A hash that is there (a real rival, or a collision) sends the merge
-    # down the exact path, which joins on the key columns as before. The index may hold hashes
-    # of keys no longer present (never fewer): it only decides when the exact join is needed.
-
-    def _may_have_rivals(self, table: str, spec: Spec) -> bool:
-        con = self.con
-        index = _key_hashes(table)
-        con.execute(f"create or replace temp table _recon_delta_hashes as "
-                    f"select distinct hash({', '.join(spec.key)}) as h from _recon_delta")
-        return bool(con.execute(f"select count(*) from {index} i semi join _recon_delta_hashes d "
-                                f"using (h)").fetchone()[0])
-
-    def _index_delta(self, table: str, spec: Spec, candidates: bool) -> None:
-        """Add the delta's key hashes to the index (`candidates`: some may be there already)."""
-        index = _key_hashes(table)
-        new = "_recon_delta_hashes"
-        if candidates:
-            new = f"(select h from _recon_delta_hashes anti join {index} using (h))"
-        self.con.execute(f"insert into {index} select h from {new}")
+    # when none of the appended rows' key hashes was in it (nor twice among them), no row
+    # shares a key and the merge is done. A hash that was there (a real rival, or a collision)
+    # sends the merge down the exact path, which ranks the rows of those keys by the key
+    # columns. The index may hold hashes of keys no longer present (never fewer): it only
+    # decides when the exact path is needed.
 
     def recompute(self, table: str, sql: str) -> None:
         """Refold the rows of `table` whose key the source model's delta touched.

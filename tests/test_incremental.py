@@ -166,6 +166,13 @@ def _replay_run(daily, tmp_path, before_last=None):
         doc["executionTime"] = 1234
         changed.append(orjson.dumps(doc))
     (jobs.parent / "zz-replay-jobs.jsonl").write_bytes(b"\n".join(changed) + b"\n")
+    # jobs no earlier day had, each twice among the new files (in two files, and twice in the
+    # later one): the merge settles keys repeated inside its own delta too
+    fresh = [orjson.loads(line) for line in jobs.read_bytes().splitlines()[1:6]]
+    for name, times in (("zz-twice-a.jsonl", (111,)), ("zz-twice-b.jsonl", (222, 333))):
+        (jobs.parent / name).write_bytes(b"".join(
+            orjson.dumps({**doc, "id": f"twice-{i}", "executionTime": t}) + b"\n"
+            for t in times for i, doc in enumerate(fresh)))
     bills = min(land.rglob("billing-pods*.json"))
     shutil.copy(bills, bills.parent / "zz-replay-billing-pods.json")
     # workers of day 1 seen again on day 3 (one of them started earlier than day 1 said), and
@@ -201,6 +208,10 @@ def _assert_replay_merged(db, changed: int) -> None:
     assert won > 0
     assert con.execute("select count(*) from staging.stg_runpod__jobs where execution_ms = 1234"
                        ).fetchone()[0] == changed
+    # the later file's later record of each (source_file desc, record_no desc)
+    assert con.execute("select count(*), count(distinct job_id), min(execution_ms), "
+                       "max(execution_ms) from staging.stg_runpod__jobs where job_id like 'twice-%'"
+                       ).fetchone() == (5, 5, 333, 333)
     assert con.execute("select count(*), count(distinct (endpoint_id, worker_id)) from "
                        "staging.stg_runpod__workers where started_at = '2026-05-31T23:00:00Z'"
                        ).fetchone() in ((1, 1), (2, 2))
