@@ -94,8 +94,8 @@ def recomputed_sources(bodies) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def create_deduped(con, table: str, sql: str, temp: bool = False) -> None:
-    """`create or replace [temp] table <table>` with the model's rows, one per key of its
+def create_deduped(con, table: str, sql: str) -> None:
+    """`create or replace table <table>` with the model's rows, one per key of its
     `-- incremental: key … order …` header.
 
     The rows are written as the model makes them, and only then are keys that repeat looked
@@ -105,8 +105,7 @@ def create_deduped(con, table: str, sql: str, temp: bool = False) -> None:
     keys repeat is rewritten from itself with the repeats ranked (deleting them instead made
     the run's commit ~1 s slower). A model whose source repeats itself by nature drops the
     repeats before parsing (`stg_k8s__pods`: a relist lands every pod version again)."""
-    kind = "temp table" if temp else "table"
-    con.execute(f"create or replace {kind} {table} as\n{sql}")
+    con.execute(f"create or replace table {table} as\n{sql}")
     spec = spec_of(sql)
     if spec is None or spec.order is None:
         return
@@ -119,13 +118,18 @@ def create_deduped(con, table: str, sql: str, temp: bool = False) -> None:
     log.info("%s: %d keys repeat; rewriting it with one row per key", table, n)
     name = table.rpartition(".")[2]
     tmp = f"{table}__recon_dedupe"
-    con.execute(f"""create or replace {kind} {tmp} as
+    con.execute(f"""create or replace table {tmp} as
 select * from {table} anti join ({repeated}) r on hash({key}) = r._recon_key_hash
 union all
 (select * from {table} semi join ({repeated}) r on hash({key}) = r._recon_key_hash
  qualify row_number() over (partition by {key} order by {spec.order}) = 1)""")
     con.execute(f"drop table {table}")
     con.execute(f"alter table {tmp} rename to {name}")
+
+
+def next_rowid(table: str) -> str:
+    """SQL: the rowid the next row appended to `table` gets, at least (appended rows are last)."""
+    return f"(select coalesce(max(rowid), -1) + 1 from {table})"
 
 
 def _key_hashes(table: str) -> str:
@@ -281,7 +285,7 @@ class StagingState:
             self._ensure(name, sql, bounds=True)
         if spec.key is not None:
             self._ensure(name, sql)
-        first = con.execute(f"select coalesce(max(rowid) + 1, 0) from {table}").fetchone()[0]
+        first = con.execute(f"select {next_rowid(table)}").fetchone()[0]
         con.execute(f"insert into {table} by name\n{self.delta_sql(sql)}")
         new = f"(select * from {table} where rowid >= {int(first)})"
         try:

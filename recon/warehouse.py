@@ -3,7 +3,8 @@
 Each file `sql/<layer>/<name>.sql` holds one SELECT and builds the table `<schema>.<name>`
 (layer staging → schema staging, intermediate → intermediate, marts → marts, checks → checks).
 A staging model with an `-- incremental: key (…) order (…)` header yields every row; the build
-keeps one per key (`recon.incremental.create_deduped`), the same rule for full builds and merges.
+keeps one per key, the first in its order: the same rule for full builds
+(`recon.incremental.create_deduped`) and merges (`StagingState.merge`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import duckdb
 
 from .config import Config, is_config_file
-from .incremental import StagingState, create_deduped
+from .incremental import StagingState, create_deduped, next_rowid
 from .ingest.load import (
     TABLES, FileResult, arrow_bad, arrow_rows, is_list_candidate, land_jsonl, land_list,
     prepare_list, read_file, row_group_parts, sha256_of,
@@ -251,7 +252,7 @@ def _note_first_rowids(con) -> None:
                    ).fetchone()[0]:
         return  # a second landing in one transaction: the first one's bounds hold for both
     con.execute("insert into _recon_first_rowids " + " union all ".join(
-        f"select txid_current(), '{t}', coalesce(max(rowid), -1) + 1 from raw.{t}" for t in TABLES))
+        f"select txid_current(), '{t}', {next_rowid(f'raw.{t}')}" for t in TABLES))
 
 
 def _settling(mtime: int, settle_seconds: float, now_ns: int) -> bool:
