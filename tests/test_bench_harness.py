@@ -324,6 +324,29 @@ def test_harness_child_reports_every_stage(tmp_path):
     assert f["scan"] > 0 and f["extract"] > 0
 
 
+def test_harness_settles_writeback_and_warms_input_before_a_timed_run(tmp_path, monkeypatch):
+    """A timed run starts with nothing left dirty (the copied warehouse written back) and its
+    input read once; the child is spawned only after both (the floor's child needs neither)."""
+    h = _harness()
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text("{}\n")
+    done = []
+
+    class P:
+        returncode, stderr = 0, ""
+        stdout = 'BENCH-RESULT {"stages": {}}\n'
+
+    monkeypatch.setattr(h.os, "sync", lambda: done.append("sync"))
+    monkeypatch.setattr(h, "warm", lambda folder: done.append(("warm", folder)))
+    monkeypatch.setattr(h.subprocess, "run", lambda *a, **k: done.append("child") or P())
+    r = h.spawn({"mode": "run", "input": str(tmp_path / "in")})
+    assert done == ["sync", ("warm", tmp_path / "in"), "child"]
+    assert r["process_wall"] >= 0
+    done.clear()
+    h.spawn({"mode": "floor", "input": str(tmp_path / "in")})
+    assert done == ["child"]
+
+
 def test_staging_reads_each_field_like_the_arrow_operators(tmp_path):
     """Staging parses each document once (json_transform to a struct); on odd documents the
     fields must still be what `doc ->> '$.path'` (the per-field form it replaced) returns."""
