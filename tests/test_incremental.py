@@ -189,7 +189,19 @@ def _replay_run(daily, tmp_path, before_last=None):
         else:
             del doc["x_recon"]["pulledAt"]
         late.append(orjson.dumps(doc))
+    # a new worker seen only by a snapshot without pulledAt (its last_seen_at is null: no span
+    # covers it), with a job in the window: its session still starts at its startedAt
+    doc = orjson.loads(workers.read_bytes().splitlines()[0])
+    del doc["x_recon"]["pulledAt"]
+    doc["workers"] = [{**doc["workers"][0], "id": "nopull-w",
+                       "startedAt": days[2].isoformat() + "T01:00:00Z"}]
+    late.append(orjson.dumps(doc))
     (workers.parent / "zz-replay-workers.jsonl").write_bytes(b"\n".join(late) + b"\n")
+    job = {**orjson.loads(jobs.read_bytes().splitlines()[0]), "id": "nopull-job",
+           "workerId": "nopull-w", "endpointId": doc["x_recon"]["endpointId"],
+           "submittedAt": days[2].isoformat() + "T01:30:00.000Z",
+           "completedAt": days[2].isoformat() + "T02:00:00.000Z"}
+    (jobs.parent / "zz-nopull-jobs.jsonl").write_bytes(orjson.dumps(job) + b"\n")
     _add_day(root / "daily", days[2], land)
     if before_last is not None:
         con = connect(db)
@@ -215,6 +227,11 @@ def _assert_replay_merged(db, changed: int) -> None:
     assert con.execute("select count(*), count(distinct (endpoint_id, worker_id)) from "
                        "staging.stg_runpod__workers where started_at = '2026-05-31T23:00:00Z'"
                        ).fetchone() in ((1, 1), (2, 2))
+    # the window's sessions take a worker's startedAt even when no snapshot said when it was
+    # pulled (sql/scope/stg_runpod__workers.sql reads those rows apart from its span)
+    assert con.execute("select start_assumed, make_timestamp(start_ms * 1000)::varchar from "
+                       "intermediate.int_serverless__worker_sessions where worker_id = 'nopull-w'"
+                       ).fetchall() == [(False, "2026-06-03 01:00:00")]
     # each key-hash index holds the hash of every key its table holds (indexes are built when a
     # run first needs them: the merged models' are there)
     valid = {r[0] for r in con.execute("select model from meta.key_indexes").fetchall()}

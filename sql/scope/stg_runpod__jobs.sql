@@ -1,14 +1,8 @@
--- grain: as staging.stg_runpod__jobs (the columns read), for the window: every job of a worker that completed a job
--- in it or started in it (a worker session's cold start, gaps and rounding span all its jobs).
+-- grain: as staging.stg_runpod__jobs (the columns read), for the window: every job of the workers of
+-- scope.window_workers (a worker session's cold start, gaps and rounding span all its jobs).
 -- scope: view (one reader: a copy would only be read once)
 with workers as (
-    select distinct endpoint_id, worker_id
-    from staging.stg_runpod__jobs cross join scope.window w
-    where completed_at >= w.lo and completed_at < w.hi and worker_id is not null
-    union
-    select endpoint_id, worker_id
-    from staging.stg_runpod__workers cross join scope.window w
-    where started_at >= w.lo and started_at < w.hi
+    select endpoint_id, worker_id from scope.window_workers
 ),
 
 -- every job of those workers completed in [lo, hi] (meta.bounds__stg_runpod__jobs, kept by the

@@ -1,0 +1,14 @@
+-- grain: one row per serverless worker (endpoint_id, worker_id) whose sessions the window needs:
+-- it completed a job in the window or started in it. A copy: the jobs' and the workers' scopes
+-- both read it.
+with final as (
+    select endpoint_id, worker_id
+    from staging.stg_runpod__jobs cross join scope.window w
+    where completed_at >= w.lo and completed_at < w.hi and worker_id is not null
+    union
+    select endpoint_id, worker_id
+    from staging.stg_runpod__workers cross join scope.window w
+    where started_at >= w.lo and started_at < w.hi
+)
+
+select * from final
