@@ -347,6 +347,31 @@ def test_harness_settles_writeback_and_warms_input_before_a_timed_run(tmp_path, 
     assert done == ["child"]
 
 
+def test_harness_copies_the_history_state_and_drops_the_source_from_the_page_cache(
+        tmp_path, monkeypatch):
+    """Each run's warehouse is a byte copy of the state; the state's own pages are then
+    dropped from the page cache (advised on the source, after the copy is written back)."""
+    import os
+
+    h = _harness()
+    src, dst = tmp_path / "state.duckdb", tmp_path / "dn-0.duckdb"
+    src.write_bytes(os.urandom(1 << 16))
+    advised, calls = [], []
+    real = os.posix_fadvise
+    monkeypatch.setattr(h.os, "sync", lambda: calls.append("sync"))
+
+    def fadvise(fd, offset, length, advice):
+        advised.append((os.readlink(f"/proc/self/fd/{fd}"), offset, length, advice))
+        calls.append("fadvise")
+        return real(fd, offset, length, advice)
+
+    monkeypatch.setattr(h.os, "posix_fadvise", fadvise)
+    h.copy_state(src, dst)
+    assert dst.read_bytes() == src.read_bytes()
+    assert advised == [(str(src), 0, 0, os.POSIX_FADV_DONTNEED)]
+    assert calls == ["sync", "fadvise"]
+
+
 def test_staging_reads_each_field_like_the_arrow_operators(tmp_path):
     """Staging parses each document once (json_transform to a struct); on odd documents the
     fields must still be what `doc ->> '$.path'` (the per-field form it replaced) returns."""
