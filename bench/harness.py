@@ -366,7 +366,8 @@ def copy_state(src: Path, dst: Path) -> None:
     """Copy the history warehouse `src` to `dst` for one run, then let the kernel drop `src`'s
     pages from the page cache: a daily run has one warehouse, but a run here would share the
     ~21 GiB of page cache with two 8.6 GB copies of it. It did not remove the variance of the
-    runs with history (29.2-36.1 s against 23.1-23.6 s alone; bench/README.md, session 8)."""
+    runs with history (29.2-36.1 s against 23.1-23.6 s alone in the quiet sets;
+    bench/README.md, session 8)."""
     shutil.copy(src, dst)
     os.sync()  # (dirty pages are not dropped)
     fd = os.open(src, os.O_RDONLY)

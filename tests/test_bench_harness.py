@@ -236,9 +236,10 @@ def test_a_file_failing_after_chunks_have_landed_is_quarantined_like_the_python_
 
 @pytest.mark.parametrize("buffers", [1, 2])
 def test_fast_path_records_each_files_sha256_of_its_bytes(tmp_path, monkeypatch, buffers):
-    """The fast path hashes each chunk on a thread while DuckDB parses it: the digest kept in
-    raw.files is still that of the file's bytes, in order (a plain file over many chunks, with
-    a cut last line; a gzip file: its compressed bytes)."""
+    """The fast path hashes the bytes as its reader thread reads them (ahead of DuckDB's parse
+    with two buffers), carrying partial lines between chunks: the digest kept in raw.files is
+    still that of the file's bytes, in order (a plain file over many chunks, with a cut last
+    line; a gzip file: its compressed bytes)."""
     import gzip
     import hashlib
 

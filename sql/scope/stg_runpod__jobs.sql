@@ -1,17 +1,14 @@
 -- grain: as staging.stg_runpod__jobs (the columns read), for the window: every job of the workers of
 -- scope.window_workers (a worker session's cold start, gaps and rounding span all its jobs).
 -- scope: view (one reader: a copy would only be read once)
-with workers as (
-    select endpoint_id, worker_id from scope.window_workers
-),
 
 -- every job of those workers completed in [lo, hi] (meta.bounds__stg_runpod__jobs, kept by the
 -- staging build: `-- bounds:` in stg_runpod__jobs.sql): the scan below then skips the row groups
 -- of other days instead of reading every job of history
-span as (
+with span as (
     select min(b.lo) as lo, max(b.hi) as hi
     from meta.bounds__stg_runpod__jobs b
-    semi join (select hash(endpoint_id, worker_id) as h from workers) k using (h)
+    semi join (select hash(endpoint_id, worker_id) as h from scope.window_workers) k using (h)
 ),
 
 -- Only the columns its one reader, int_serverless__worker_sessions, takes: that reader evaluates
@@ -22,7 +19,7 @@ final as (
            j.completed_at
     from staging.stg_runpod__jobs j
     cross join span s
-    semi join workers k on k.endpoint_id is not distinct from j.endpoint_id and k.worker_id = j.worker_id
+    semi join scope.window_workers k on k.endpoint_id is not distinct from j.endpoint_id and k.worker_id = j.worker_id
     where j.completed_at >= s.lo and j.completed_at <= s.hi
 )
 
