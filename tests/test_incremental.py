@@ -84,9 +84,28 @@ def test_daily_runs_parse_only_new_files_and_equal_a_full_rebuild(daily, tmp_pat
     monkeypatch.setattr(inc.StagingState, "merge",
                         lambda self, table, sql: merged.append((table, tuple(self.new)))
                         or real_merge(self, table, sql))
+    spans = []
+    real_span = inc.StagingState._span
+    monkeypatch.setattr(inc.StagingState, "_span", lambda self, model, *a: spans.append(
+        (model, real_span(self, model, *a))) or spans[-1][1])
     for d in days[:3]:
         _add_day(root / "daily", d, land)
         run(land, db, day_from=d, day_to=d)
+    # refolds read the span their keys' rows lie in: stg_k8s__pod_life the pods' versions
+    # (meta.bounds__stg_k8s__pods), stg_runpod__workers the snapshots; no row has a null
+    # span column here, so no `or … is null` keeps DuckDB from skipping row groups
+    # (stg_k8s__pod_life keeps no bounds: its own rows are read whole, `true`)
+    by_model = {}
+    for model, pred in spans:
+        by_model.setdefault(model, []).append(pred)
+    assert by_model.pop("stg_k8s__pod_life") and set(by_model) == {
+        "stg_k8s__pods", "stg_runpod__worker_snapshots", "stg_runpod__workers"}
+    # (`false`: none of the keys has rows there yet, as the fixture's workers are new each day)
+    for model, preds in by_model.items():
+        assert all(p == "false" or (" between " in p and "is null" not in p) for p in preds), \
+            (model, preds)
+    assert any(" between " in p for p in by_model["stg_k8s__pods"])
+    assert any(" between " in p for p in by_model["stg_runpod__worker_snapshots"])
     # runs 2 and 3 merged only their day's new files into the incremental models
     assert merged, "no incremental merge happened"
     for table, new in merged:
@@ -235,7 +254,7 @@ def _assert_replay_merged(db, changed: int) -> None:
     # each key-hash index holds the hash of every key its table holds (indexes are built when a
     # run first needs them: the merged models' are there)
     valid = {r[0] for r in con.execute("select model from meta.key_indexes").fetchall()}
-    assert {"stg_runpod__jobs", "stg_k8s__pods", "stg_runpod__jobs#bounds",
+    assert {"stg_runpod__jobs", "stg_k8s__pods", "stg_runpod__jobs#bounds", "stg_k8s__pods#bounds",
             "stg_runpod__workers#bounds", "stg_runpod__worker_snapshots#bounds"} <= valid
     for t in staging_tables():
         spec = spec_of((SQL_DIR / "staging" / f"{t}.sql").read_text())
@@ -668,20 +687,32 @@ def test_new_rows_are_found_by_this_runs_rowids_or_the_slow_way(daily, tmp_path,
     from recon.incremental import StagingState
     from recon.warehouse import load_folder
 
-    seen = []
+    seen, views = [], []
     real = StagingState._landed_here
     monkeypatch.setattr(StagingState, "_landed_here",
                         lambda self: seen.append(real(self)) or seen[-1])
+    real_finish = StagingState.finish
+
+    def finish(self):  # the delta views' SQL, before finish drops them
+        views.append([r[0].lower() for r in self.con.execute(
+            "select sql from duckdb_views() where view_name like '\\_recon\\_delta\\_%' escape '\\'"
+        ).fetchall()])
+        real_finish(self)
+
+    monkeypatch.setattr(StagingState, "finish", finish)
     land, db = tmp_path / "land", tmp_path / "w.duckdb"
     root, days = _daily_runs(daily, land, db, 2)
     assert seen[0] is not None and seen[1] is not None  # landed and staged in one transaction
     assert set(seen[1]) >= {"k8s_objects", "serverless_jobs", "runpod_inventory"}
+    # every row past this transaction's rowids is a new file's: no list of files to check
+    assert views[1] and all("rowid >=" in v and "source_file in" not in v for v in views[1])
     _add_day(root / "daily", days[2], land)
     con = connect(db)
     load_folder(con, land)  # its own transaction: landed, not staged
     con.close()
     run(land, db, day_from=days[2], day_to=days[2])
     assert seen[2] is None
+    assert views[2] and all("source_file in" in v for v in views[2])
     con = connect(db)
     assert con.execute("select count(*) from meta.staged_files").fetchone()[0] == \
         con.execute("select count(*) from raw.files").fetchone()[0]
@@ -714,6 +745,16 @@ def test_scope_views_give_every_version_of_the_pods_they_keep(daily, tmp_path, m
             seen["older"] = con.execute(
                 "select count(*) from staging.stg_k8s__pods p, (select min(created_at) m from "
                 "scope__stg_k8s__pods) s where p.created_at < s.m").fetchone()[0]
+        if layer == "scope" and name == "stg_k8s__events":
+            cut = "e.last_at >= r.lo and "
+            assert cut in body
+            seen["events"] = con.execute("select count(*) from scope__stg_k8s__events").fetchone()[0]
+            seen["events_uncut"] = con.execute(
+                f"select count(*) from ({body.replace(cut, '')})").fetchone()[0]
+            # events about the kept pods that the reach leaves to the row-group statistics
+            seen["events_older"] = con.execute(
+                "select count(*) from staging.stg_k8s__events e, (select min(created_at) - "
+                "interval 1 day m from scope__stg_k8s__pods) s where e.last_at < s.m").fetchone()[0]
         if layer == "marts" and "kinds" not in seen:  # every scope model is built
             seen["kinds"] = dict(con.execute(
                 "select table_name, table_type from information_schema.tables "
@@ -726,6 +767,9 @@ def test_scope_views_give_every_version_of_the_pods_they_keep(daily, tmp_path, m
     run(root / "sim", tmp_path / "w.duckdb", day_from=date(2026, 6, 3), day_to=date(2026, 6, 3))
     assert seen["view"] == seen["uncut"] and seen["view"][0] > 0
     assert seen["view"][0] < seen["all"] and seen["older"] > 0  # the cut has rows to skip
+    # the events' reach (no event about a pod is older than the pod, less a day) leaves out no
+    # event the uncut copy keeps, and has older events to skip
+    assert seen["events"] == seen["events_uncut"] > 0 and seen["events_older"] > 0
     kinds = seen["kinds"]
     assert kinds["scope__stg_k8s__pods"] == kinds["scope__stg_runpod__jobs"] == "VIEW"
     assert kinds["scope__stg_k8s__events"] == "LOCAL TEMPORARY"

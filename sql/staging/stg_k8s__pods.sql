@@ -7,6 +7,9 @@
 -- (that header is the dedupe: the build keeps one row per key, the first in that order;
 -- a version landed again with the same document is dropped before parsing, below, which keeps
 -- the same rows: the first valid row of a key is the first of its own document's rows)
+-- bounds: key (cluster, pod_uid) span (created_at)
+-- (meta.bounds__stg_k8s__pods: when each pod's versions were created, first and last, so that
+-- refolding stg_k8s__pod_life for the pods a run touched reads only those row groups)
 with versions as materialized (
     -- no documents here (a CTE read three times is kept in memory): keys and a hash of each
     select cluster, uid, source_file, record_no, hash(doc) as doc_hash,
