@@ -773,3 +773,42 @@ def test_scope_views_give_every_version_of_the_pods_they_keep(daily, tmp_path, m
     kinds = seen["kinds"]
     assert kinds["scope__stg_k8s__pods"] == kinds["scope__stg_runpod__jobs"] == "VIEW"
     assert kinds["scope__stg_k8s__events"] == "LOCAL TEMPORARY"
+
+
+def test_the_window_keeps_an_event_that_carries_a_last_time_only(daily, tmp_path, monkeypatch):
+    """An event with a lastTimestamp and no first time (no firstTimestamp, eventTime or
+    creationTimestamp) stages with first_at null; a windowed run's scope keeps it when its last
+    time is in the window (its first time counted as its last: a null first_at used to make
+    both of sql/scope/stg_k8s__events.sql's tests null, and the event was in neither branch)."""
+    import json as _json
+    from datetime import date
+
+    import recon.warehouse as wh
+
+    root, _ = daily
+    sim = tmp_path / "sim"
+    shutil.copytree(root / "sim", sim)
+    events = min(sim.rglob("events.json"))
+    item = {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"uid": "last-only-event", "name": "x.1", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": "x", "namespace": "default", "uid": "x-uid"},
+            "reason": "Pulled", "message": "pulled", "type": "Normal",
+            "lastTimestamp": "2026-06-03T12:00:00Z"}
+    (events.parent / "zz-last-only-events.json").write_text(_json.dumps(
+        {"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": [item]}))
+    seen = {}
+    real = wh._build_one
+
+    def spy(con, st, layer, name, body, *a):
+        real(con, st, layer, name, body, *a)
+        if layer == "scope" and name == "stg_k8s__events":
+            seen["staged"] = con.execute("select first_at, last_at::varchar from "
+                                         "staging.stg_k8s__events where event_uid = "
+                                         "'last-only-event'").fetchall()
+            seen["scoped"] = con.execute("select count(*) from scope__stg_k8s__events "
+                                         "where event_uid = 'last-only-event'").fetchone()[0]
+
+    monkeypatch.setattr(wh, "_build_one", spy)
+    run(sim, tmp_path / "w.duckdb", day_from=date(2026, 6, 3), day_to=date(2026, 6, 3))
+    assert seen["staged"] == [(None, "2026-06-03 12:00:00+00")]
+    assert seen["scoped"] == 1

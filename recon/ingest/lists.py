@@ -1,37 +1,52 @@
-"""Big Kubernetes List documents landed through DuckDB (`land_list`)."""
+"""Big Kubernetes List documents landed through DuckDB (`land_list`), a chunk of items at a time."""
 
 from __future__ import annotations
 
-import hashlib
+import re
 from pathlib import Path
 
 import orjson
 
+from . import jsonl
+from .classify import doc_kind
 from .jsonl import (
     LENIENT_RES,
+    LENIENT_SQL,
     _fast_mode,
     _is_gzip,
     _nonempty,
     _q,
     _str,
     row_group_parts,
-    small_write_buffer,
 )
+from .list_scan import ListLayout, scan_list
 from .reader import FileResult, _cluster_of, _guard, _k8s
 
 # ------------------------------------------------------------------ fast path: big Kubernetes lists
 #
 # `kubectl get events -A -o json` of a busy cluster is one JSON document of 100+ MB; orjson plus a
-# Python loop over its items costs ~20 us an item. DuckDB's reader parses it in a fraction of
-# that. The read happens on a separate cursor (an error there -- not JSON, not UTF-8, not one
-# document -- only means "use the Python reader", it cannot abort the caller's transaction), and
-# only when read_file would take the whole-document path to a Kubernetes List: one document that
-# orjson would accept (none of the lenient forms above), with `items` and `apiVersion`, no
-# watch-event keys, no ground-truth/health/balance shape. Items that are plainly a Kubernetes
-# object (a non-empty string kind and metadata.uid) land here; every other item goes through
-# _k8s in Python with its index, as before.
+# Python loop over its items costs ~20 us an item, and reading it whole costs several times its
+# size in memory (the first version of this path: ~8x, a 641 MB List peaked at 5.4 GB). Instead:
+#
+# 1. `prepare_list` (in a thread, while other files land) scans the file once, in chunks, for
+#    its structure (list_scan.py): where each item of the top-level `items` array starts and
+#    ends, the document without its items (the "skeleton"), the sha256. It goes on only when
+#    read_file would take the whole-document path to a Kubernetes List: the skeleton parses
+#    (orjson), doc_kind calls it a List, and none of the lenient forms (below) is in it.
+# 2. `land_list` re-reads the items a chunk at a time (FAST_CHUNK bytes; the file is in the page
+#    cache) and hands each chunk to DuckDB zero-copy, one row per item, as the JSON Lines path
+#    does with lines: the separators between items are blanked, so each item's text runs to
+#    the next one's start. Items that are plainly a Kubernetes object (a non-empty string kind
+#    and metadata.uid) and plainly valid (DuckDB parses them, no lenient form) land in one
+#    INSERT; every other item goes to _k8s in Python with its index, as before.
+# 3. An item orjson rejects makes the whole document one that read_file does not read as a
+#    List: what this file landed is deleted and read_file decides (a rare case: a broken file).
+#
+# Memory is the reading chunk, DuckDB's work on it, and 16 bytes an item for the offsets.
 
 LIST_MIN_BYTES = 4 << 20  # smaller lists: the Python reader
+# the lenient forms (jsonl.LENIENT_RES), looked for in the skeleton (DuckDB looks in the items)
+_LENIENT_PY = [re.compile(r.encode()) for r in LENIENT_RES]
 
 
 def is_candidate(path: Path) -> bool:
@@ -56,102 +71,128 @@ def land_list(con, path: Path, display: str, prepared=None) -> FileResult | None
     got = prepared.result() if prepared is not None else prepare_list(con.cursor(), path, display)
     if got is None:
         return None
-    digest, items = got
-    return _insert(con, display, digest, items)
+    digest, layout = got
+    return _insert(con, path, display, digest, layout)
 
 
 def prepare_list(cur, path: Path, display: str):
-    """Parse a big Kubernetes List on `cur` (a cursor of its own: it may run in another thread
-    while the caller's connection lands other files, and an error here cannot abort the
-    caller's transaction). Returns (sha256, Arrow table of its items) or None: not a List this
-    path takes. Closes `cur`."""
-    import duckdb
-
+    """Scan a big Kubernetes List for its items (may run in another thread while the caller's
+    connection lands other files). Returns (sha256, ListLayout) or None: not a List this path
+    takes. Closes `cur` (a cursor of its own, kept in the signature for callers that parse
+    ahead on one)."""
     try:
-        return _prepare(cur, path, display)
-    except duckdb.Error:
-        return None
+        return _prepare(path)
     finally:
         cur.close()
 
 
-def _prepare(cur, path: Path, display: str):
+def _prepare(path: Path):
     size = path.stat().st_size
     if size < LIST_MIN_BYTES or _is_gzip(path):
         return None
-    data = path.read_bytes()
-    if data.lstrip()[:1] != b"{" or b'"object"' in data:
-        return None  # not an object, or maybe a watch event: the Python reader decides
-    if not data.isascii():
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    digest = hashlib.sha256(data).hexdigest()
-    del data
-    cur.execute("set TimeZone = 'UTC'")
-    lenient = " or ".join(f"regexp_matches(content, '{r}')" for r in LENIENT_RES)
-    if cur.execute(f"select {lenient} from read_text(?)", [str(path)]).fetchone()[0]:
+    layout = scan_list(path, chunk_bytes=jsonl.FAST_CHUNK)
+    if layout is None:
+        return None  # not plainly one object with an items array: the Python reader decides
+    try:
+        top = orjson.loads(layout.skeleton)
+    except orjson.JSONDecodeError:
         return None  # orjson would reject the document: the Python reader says why
-    cur.execute(
-        "create temp table _recon_list as select * from read_json(?, format='unstructured', "
-        "columns={'apiVersion': 'JSON', 'items': 'JSON[]', 'kind': 'JSON', "
-        "'x_recon': 'JSON', 'data': 'JSON', 'type': 'JSON'}, "
-        f"maximum_object_size={size + 1024})", [str(path)])
-    top = cur.execute(
-        "select count(*) over (), apiVersion is not null, items is not null, "
-        "coalesce(kind = '\"recon.GroundTruth\"', false), "
-        "coalesce(ends_with(x_recon ->> '$.endpoint', '/health'), false), "
-        "coalesce(json_type(data, '$.myself') = 'OBJECT', false), type is not null "
-        "from _recon_list").fetchall()
-    if len(top) != 1 or top[0] != (1, True, True, False, False, False, False):
-        return None  # not exactly one List document (read_file's cases)
-    v = "json_extract(item, ['$.kind', '$.metadata.uid', '$.metadata.resourceVersion'])"
-    items = cur.sql(f"""
-        select i - 1 as idx, item,
-               coalesce(starts_with(item, '{{') and {_nonempty('v[1]')} and {_nonempty('v[2]')}
-                        and (v[3] is null or v[3] = 'null' or starts_with(v[3], '"')),
-                        false) as fast,
-               {_str('v[1]')} as kind, {_str('v[2]')} as uid,
-               case when starts_with(v[3], '"') then {_str('v[3]')} else '' end
-                   as resource_version
-        from (select item, i, {v} as v
-              from (select unnest(items) as item, unnest(generate_series(1, len(items))) as i
-                    from _recon_list))
-        order by i""").to_arrow_table().combine_chunks()  # see _insert
-    cur.execute("drop table _recon_list")
-    return digest, items
+    if doc_kind(top) != "k8s_list" or any(r.search(layout.skeleton) for r in _LENIENT_PY):
+        return None  # another kind (read_file's cases), or a value orjson reads differently
+    return layout.sha256, layout
 
 
-def _insert(con, display: str, digest: str, items) -> FileResult:
+def _insert(con, path: Path, display: str, digest: str, layout: ListLayout) -> FileResult | None:
     cluster = _cluster_of(display, None)
     res = FileResult(path=display, kind="k8s_list", sha256=digest)
+    v = "try(json_extract(line, ['$', '$.kind', '$.metadata.uid', '$.metadata.resourceVersion']))"
+    parsed = (f"with p as materialized (select line_no, {v} as v from _recon_chunk "
+              f"where not ({LENIENT_SQL})), "
+              "f as (select line_no, v from p where v is not null and starts_with(v[1], '{') "
+              f"and {_nonempty('v[2]')} and {_nonempty('v[3]')} "
+              "and (v[4] is null or v[4] = 'null' or starts_with(v[4], '\"'))) ")
+    insert = (f"insert into raw.k8s_objects by name {parsed}"
+              f"select '{_q(display)}' as source_file, line_no as record_no, "
+              f"'items[' || line_no || ']' as locator, '{_q(cluster)}' as cluster, "
+              f"'LISTED' as event_type, {_str('v[2]')} as kind, {_str('v[3]')} as uid, "
+              f"case when starts_with(v[4], '\"') then {_str('v[4]')} else '' end "
+              f"as resource_version, null as seen_at, v[1] as doc from f")
+    rest = f"{parsed}select line_no from _recon_chunk anti join f using (line_no) order by line_no"
     n = 0
-    # in row_group_parts, from one contiguous Arrow chunk (combined in _prepare, off the main
-    # thread): DuckDB returns the items in batches of 122,880, and a part starting inside one
-    # was scanned as two batches that a two-thread INSERT wrote as two row groups, one short
-    # (2 runs in 10 of tests/test_row_groups.py)
-    with small_write_buffer(con):
-        for a, b in row_group_parts(items.num_rows):
-            con.register("_recon_items", items.slice(a, b - a))
-            try:
-                n += con.execute(
-                    f"insert into raw.k8s_objects by name select '{_q(display)}' as source_file, "
-                    f"idx as record_no, 'items[' || idx || ']' as locator, '{_q(cluster)}' as "
-                    "cluster, 'LISTED' as event_type, kind, uid, resource_version, null as "
-                    "seen_at, json(item) as doc from _recon_items where fast").fetchone()[0]
-            finally:
-                con.unregister("_recon_items")
-    con.register("_recon_items", items)
-    try:
-        slow = con.execute("select idx, item::varchar from _recon_items where not fast order by idx"
-                           ).fetchall()
-    finally:
-        con.unregister("_recon_items")
-    res.records_in = res.loaded = n
-    for i, text in slow:
-        item = None if text is None else orjson.loads(text)  # a JSON null item is SQL NULL
-        loc = f"items[{i}]"
-        _guard(res, lambda it=item, i=i, loc=loc: _k8s(res, it, loc, i, "LISTED", cluster),
-               loc, i, item)
+    with jsonl.small_write_buffer(con), open(path, "rb") as f:
+        for first, table, texts in _item_chunks(f, layout.items):
+            slow = []
+            # in row_group_parts: the rest beyond whole row groups first, appended to the
+            # table's last, partly filled row group (the files landed before), then whole row
+            # groups' worth in one INSERT (tests/test_row_groups.py)
+            for a, b in row_group_parts(table.num_rows):
+                part = table.slice(a, b - a)
+                con.register("_recon_chunk", part)
+                try:
+                    landed = con.execute(insert).fetchone()[0]
+                    if landed != part.num_rows:
+                        slow += [r[0] for r in con.execute(rest).fetchall()]
+                finally:
+                    con.unregister("_recon_chunk")
+                n += landed
+            for i in slow:
+                loc = f"items[{i}]"
+                try:
+                    item = orjson.loads(texts(i - first))
+                except orjson.JSONDecodeError:
+                    # orjson rejects the document: read_file says what it is
+                    con.execute("delete from raw.k8s_objects where source_file = ?", [display])
+                    return None
+                _guard(res, lambda it=item, i=i, loc=loc: _k8s(res, it, loc, i, "LISTED", cluster),
+                       loc, i, item)
+    res.records_in += n
+    res.loaded += n
     return res
+
+
+def _item_chunks(f, items):
+    """Yield (index of the chunk's first item, Arrow table `line_no, line` of its items with
+    line_no = the item's index, a function giving item k's bytes) for chunks of the List's
+    items of at most FAST_CHUNK bytes (at least one item). The table's strings are views of
+    one reading buffer, valid until the next chunk."""
+    import numpy as np
+    import pyarrow as pa
+
+    starts, ends = items[:, 0], items[:, 1]
+    buf = bytearray()
+    a = 0
+    while a < len(items):
+        b = max(a + 1, int(np.searchsorted(ends, starts[a] + jsonl.FAST_CHUNK, side="right")))
+        base, size = int(starts[a]), int(ends[b - 1] - starts[a])
+        if len(buf) < size:
+            buf = bytearray(max(size, jsonl.FAST_CHUNK))
+        view = memoryview(buf)
+        f.seek(base)
+        got = f.readinto(view[:size])
+        if got != size:
+            raise OSError(f"{f.name}: file changed while it was landed (short read)")
+        arr = np.frombuffer(buf, dtype=np.uint8, count=size)
+        s, e = starts[a:b] - base, ends[a:b] - base
+        # blank what lies between items (whitespace and one comma): item k's text then runs to
+        # item k+1's start, trailing whitespace only, and the items are contiguous for Arrow
+        gaps = s[1:] - e[:-1]
+        if len(gaps) and gaps.sum():
+            at = np.repeat(e[:-1] - np.cumsum(gaps) + gaps, gaps) + np.arange(int(gaps.sum()))
+            arr[at] = 32
+        offsets = np.append(s, size).astype(np.int64)
+        n = b - a
+        line_no = np.arange(a, b, dtype=np.int64)
+        whole = pa.Table.from_arrays([
+            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(line_no)]),
+            pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets),
+                                             pa.py_buffer(view[:size]))],
+            names=["line_no", "line"])
+        # few, big items (pods) as several batches: both cores parse them (jsonl._index)
+        table = whole if n >= jsonl.SPLIT_BELOW else pa.Table.from_batches(
+            whole.to_batches(max_chunksize=max(jsonl.MIN_BATCH_ROWS, -(-n // jsonl.BATCHES))))
+
+        def texts(k, s=s, e=e, view=view):
+            return bytes(view[int(s[k]):int(e[k])])
+
+        yield a, table, texts
+        a = b

@@ -1,0 +1,635 @@
+r"""Where the items of a big JSON List document are, found in one streaming pass.
+
+`kubectl get events -A -o json` writes one JSON object, `{"apiVersion": "v1", "items": [...],
+"kind": "List", "metadata": {...}}`, of 100 MB to 1 GB. `scan_list` reads such a file once, in
+chunks, and returns the byte range of each element of the top-level `items` array, the document
+without the array's content (the "skeleton"), the file's sha256 and its size, with memory of
+O(chunk + 16 bytes an item + skeleton). It returns None for anything that is not plainly one
+object with one literal `"items"` key whose value is an array: None is always safe (the caller
+reads the file with its exact, slower reader), wrong ranges never are.
+
+It does not check the grammar inside an element (the caller parses every element with a strict
+parser; `[-]` gives the range of `-`); everything else it does check: with the skeleton valid
+JSON (checked here with orjson) and every element valid JSON (the caller), the document is
+valid JSON and its items are exactly the elements. So between two elements there is whitespace
+and exactly one comma, nothing else, and the file is valid UTF-8.
+
+How (per chunk, vectorised with numpy; Python loops only over chunks and top-level arrays):
+
+1. Event bytes: the positions of the only bytes that change the lexical state, `"` `\` `{` `}`
+   `[` `]` (`_event_positions`, in cache-sized blocks). Commas and colons are not events: only
+   those between the elements matter, and they lie in the short gaps between them (5.).
+2. Escapes. A `"` is escaped (text inside a string) iff the run of backslashes right before it
+   has odd length: `\\` pairs cancel, so `\\"` ends a string and `\\\"` does not. Runs come from
+   the backslash positions (consecutive positions = one run; a run may continue from the
+   previous chunk, whose trailing run parity is carried); escaped quotes are dropped.
+3. Strings by parity. Outside a string every `"` opens one and inside one every unescaped `"`
+   closes it, so a byte is in a string iff an odd number of unescaped quotes precede it (plus
+   the state carried from the previous chunk). The k-th non-quote event, at event index i, has
+   i - k quotes before it: no prefix sum over the quotes is needed. Brackets in strings are
+   text; a backslash outside strings is not JSON (None).
+4. Depth. Over the brackets outside strings, depth = carried depth + cumulative sum of +1/-1.
+   A `]` closing a `{` (or `}` a `[`) is caught with a bit stack in one integer: opening a
+   curly brace at stack level L adds 2**L, closing one subtracts it; after a matching close
+   bit L is clear again, after the first mismatched one it is set (nesting deeper than
+   MAX_DEPTH: None). Only the few brackets at depth <= 2 go on to the next step.
+5. Items. The items array is the first `[` at depth 1 -> 2 whose two preceding events are the
+   quotes of a string `"items"` that opens outside strings, then whitespace, `:`, whitespace.
+   Inside it, depth-2 brackets give the container elements; the gaps between them (after `[`,
+   after an element's closing bracket, up to the next bracket) are read byte by byte (they are
+   whitespace and a comma when the items are objects): quotes in a gap delimit string
+   elements, other non-whitespace runs are scalar elements, commas are separators. The
+   resulting stream must read `[ elem (, elem)* ]` (or `[ ]`), elem = a bracket pair, a string
+   or one scalar token.
+6. At the end: the skeleton must parse (orjson) to an object whose "items" is [], with exactly
+   one top-level key reading "items" (json with object_pairs_hook: escaped spellings count).
+
+A chunk that ends in a gap between elements is cut after the gap's last comma (or at the gap's
+start) and the rest is read again with the next chunk (the carry: at most MAX_CARRY bytes; a
+larger string or scalar element, or more whitespace between two elements, gives None).
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+
+MAX_SKELETON = 16 << 20  # the document without its items: bigger is not a List we expect
+MAX_CARRY = 4 << 20  # bytes of one gap between elements read again with the next chunk
+MAX_DEPTH = 60  # the bracket-matching bit stack is an int64
+_BLOCK = 128 << 10  # event bytes are found in blocks of this size (temporaries stay in cache)
+_GAP_PIECE = 1 << 22  # gap bytes looked at in one go (their positions take 8 bytes each)
+_MAX_KEY_GAP = 1 << 20  # at most this much whitespace around the `:` of `"items": [`
+_WS = b" \t\r\n"
+
+_Q, _BS, _LCURLY, _LSQUARE = 0x22, 0x5C, 0x7B, 0x5B
+
+# the bytes of a gap between elements: 0 whitespace, 1 comma, 2 anything else (a scalar's text)
+_GAP_CLASS = np.full(256, 2, np.uint8)
+_GAP_CLASS[list(_WS)] = 0
+_GAP_CLASS[ord(",")] = 1
+
+# the stream of the items array's events (after its `[`): an element is (start, start + 1)
+OPEN, CLOSE, QOPEN, QCLOSE, TOK_S, TOK_E, COMMA, END = range(1, 9)
+_ELEM_START = np.zeros(9, bool)
+_ELEM_START[[OPEN, QOPEN, TOK_S]] = True
+
+BEFORE, IN, AFTER = range(3)  # where the scan is with respect to the items array
+
+
+@dataclass
+class ListLayout:
+    items: np.ndarray  # int64 (n, 2): [start, end) in the file of each element of "items"
+    skeleton: bytes  # the document with the items array emptied: ...[ + ]...
+    sha256: str  # of the whole file
+    size: int  # of the whole file, bytes
+
+
+class _NotPlain(Exception):
+    """The document is not plainly one object with an items array: scan_list returns None."""
+
+
+def scan_list(path, chunk_bytes: int = 64 << 20) -> ListLayout | None:
+    """Scan the JSON file at `path` for the elements of its top-level "items" array, reading it
+    once, `chunk_bytes` at a time. None: not plainly `{..., "items": [...], ...}` (see module
+    doc); the caller then reads the file another way. OSError propagates."""
+    if chunk_bytes < 1:
+        raise ValueError("chunk_bytes must be positive")
+    with open(path, "rb", buffering=0) as f:
+        try:
+            return _Scan(chunk_bytes).run(f)
+        except _NotPlain:
+            return None
+
+
+def _event_positions(a: np.ndarray) -> np.ndarray:
+    """Positions (int64, ascending) of the bytes `"` `\\` `{` `}` `[` `]` in the uint8 array a."""
+    n = len(a)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    blk_n = min(n, _BLOCK)
+    m, m2, t = np.empty(blk_n, bool), np.empty(blk_n, bool), np.empty(blk_n, np.uint8)
+    out = []
+    for s in range(0, n, blk_n):
+        blk = a[s:s + blk_n]
+        k = len(blk)
+        mm, mm2, tt = m[:k], m2[:k], t[:k]
+        np.equal(blk, _Q, out=mm)
+        np.equal(blk, _BS, out=mm2)
+        mm |= mm2
+        np.bitwise_and(blk, 0xDF, out=tt)  # folds { } (0x7B 0x7D) onto [ ] (0x5B 0x5D)
+        np.equal(tt, 0x5B, out=mm2)
+        mm |= mm2
+        np.equal(tt, 0x5D, out=mm2)
+        mm |= mm2
+        nz = np.flatnonzero(mm)
+        if s:
+            nz += s
+        out.append(nz)
+    return out[0] if len(out) == 1 else np.concatenate(out)
+
+
+def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(s, s + l) for each (s, l)."""
+    total = int(lens.sum())
+    offs = np.cumsum(lens) - lens
+    return np.repeat(starts - offs, lens) + np.arange(total)
+
+
+def _escaped_quotes(pos, c, bsj, carried_odd: int, n: int):
+    """Event indices of the quotes escaped by a backslash run of odd length, and the parity of
+    the run of backslashes that ends the buffer (0 if its last byte is not a backslash).
+
+    pos, c: all event positions and bytes; bsj: event indices of the backslashes;
+    carried_odd: the previous buffer ended with an odd run (it continues here or escapes byte 0).
+    """
+    bp = pos[bsj]
+    esc = np.zeros(0, np.int64)
+    tail = 0
+    if len(bp):
+        brk = np.flatnonzero(np.diff(bp) != 1) + 1
+        first = np.concatenate(([0], brk))
+        last = np.concatenate((brk - 1, [len(bp) - 1]))
+        lens = bp[last] - bp[first] + 1
+        if carried_odd and bp[0] == 0:
+            lens[0] += 1
+        odd = (lens & 1).astype(bool)
+        j = bsj[last[odd]] + 1  # the event after an odd run's last backslash ...
+        target = bp[last[odd]] + 1  # ... is escaped if it is the byte right after it
+        inside = j < len(pos)
+        j, target = j[inside], target[inside]
+        esc = j[(pos[j] == target) & (c[j] == _Q)]
+        if bp[-1] == n - 1:
+            tail = int(lens[-1] & 1)
+    if carried_odd and not (len(bp) and bp[0] == 0) and len(pos) and pos[0] == 0 and c[0] == _Q:
+        esc = np.concatenate(([0], esc))
+    return esc, tail
+
+
+def _gap_tokens(a: np.ndarray, gap_s: np.ndarray, gap_e: np.ndarray):
+    """The commas, and the first and last bytes of the runs of other non-whitespace bytes
+    (scalar tokens), in the ranges [gap_s, gap_e) of `a` (sorted, disjoint, not adjacent)."""
+    lens = gap_e - gap_s
+    cum = np.cumsum(lens)
+    total = int(cum[-1]) if len(cum) else 0
+    commas, starts, ends = [], [], []
+    for o0 in range(0, total, _GAP_PIECE):  # pieces of the gaps' concatenation
+        o1 = min(total, o0 + _GAP_PIECE)
+        g0 = int(np.searchsorted(cum, o0, side="right"))  # the gaps in the piece
+        g1 = int(np.searchsorted(cum, o1, side="left")) + 1
+        s, e = gap_s[g0:g1].copy(), gap_e[g0:g1].copy()
+        s[0] += o0 - (int(cum[g0]) - int(lens[g0]))  # the first and last may be cut
+        e[-1] -= int(cum[g1 - 1]) - o1
+        gi = _ranges(s, e - s)
+        cls = _GAP_CLASS[a[gi]]
+        commas.append(gi[cls == 1])
+        other = gi[cls == 2]
+        if len(other):
+            run = np.concatenate(([True], np.diff(other) != 1))  # a token starts
+            starts.append(other[run])
+            ends.append(other[np.concatenate((run[1:], [True]))])
+    empty = np.zeros(0, np.int64)
+    if len(starts) > 1:  # a token cut between pieces is one token: adjacent bytes
+        tok_s, tok_e = np.concatenate(starts), np.concatenate(ends)
+        cut = np.flatnonzero(tok_e[:-1] + 1 == tok_s[1:])
+        return (np.concatenate(commas), np.delete(tok_s, cut + 1), np.delete(tok_e, cut))
+    return (np.concatenate(commas) if commas else empty,
+            starts[0] if starts else empty, ends[0] if ends else empty)
+
+
+class _Scan:
+    def __init__(self, chunk_bytes: int):
+        self.chunk = chunk_bytes
+        self.hasher = hashlib.sha256()
+        self.utf8 = codecs.getincrementaldecoder("utf-8")()
+        # lexical state at the start of the next buffer
+        self.in_str = 0  # inside a string
+        self.bs_odd = 0  # after an odd run of backslashes
+        self.depth = 0
+        self.stack = 0  # bit L: the bracket open at stack level L is a curly brace
+        self.top_opened = False  # the top-level `{` was seen
+        self.prev_events: list[tuple[int, int, int]] = []  # (pos, byte, in_str), latest first
+        # the items array
+        self.phase = BEFORE
+        self.gap_at_start = False  # IN: the next buffer starts in a gap between elements
+        self.pending: tuple[np.ndarray, np.ndarray] | None = None  # < 3 events of the stream
+        self.n_items = 0
+        self.item_parts: list[np.ndarray] = []
+        self.skeleton = bytearray()
+
+    # ------------------------------------------------------------------ reading
+    def run(self, f) -> ListLayout:
+        # no bigger buffer than the file needs (it is read to its end whatever its size says)
+        chunk = max(1, min(self.chunk, os.fstat(f.fileno()).st_size + 1))
+        buf = bytearray(0)
+        carry = b""
+        read = 0  # bytes read so far
+        while True:
+            k = len(carry)
+            if len(buf) < k + chunk:  # (with room for a short carry next time)
+                buf = bytearray(k + chunk + min(chunk, 1 << 16))
+            mv = memoryview(buf)
+            mv[:k] = carry
+            got = 0
+            while got < chunk:
+                r = f.readinto(mv[k + got:k + chunk])
+                if not r:
+                    break
+                got += r
+            if got == 0:
+                mv.release()
+                break
+            new = mv[k:k + got]
+            self.hasher.update(new)
+            new.release()
+            n = k + got
+            self._check_utf8(buf, k, n)
+            base = read - k  # file offset of buf[0]
+            read += got
+            cut = self._buffer(buf, n, base)  # buf[cut:n] is read again with the next chunk
+            carry = bytes(mv[cut:n])
+            mv.release()
+            if len(carry) > MAX_CARRY:
+                raise _NotPlain
+        return self._finish(read, carry)
+
+    def _check_utf8(self, buf: bytearray, k: int, n: int) -> None:
+        """Is buf[k:n] (the new bytes) valid UTF-8, after what came before? Only the 64 KiB
+        blocks with a non-ASCII byte are decoded (a sequence split between blocks has its
+        continuation bytes, non-ASCII too, in the next block; one split between chunks is kept
+        by the incremental decoder)."""
+        if not self.utf8.getstate()[0] and buf.isascii():
+            return  # the whole buffer is ASCII, so the new part is
+        a = np.frombuffer(buf, np.uint8, count=n)[k:]
+        blk = 1 << 16
+        full = len(a) // blk
+        flags = np.zeros(-(-len(a) // blk), bool)
+        if full:
+            flags[:full] = a[:full * blk].reshape(full, blk).max(axis=1) >= 0x80
+        if len(a) > full * blk:
+            flags[full] = a[full * blk:].max() >= 0x80
+        if self.utf8.getstate()[0]:
+            flags[0] = True  # the previous chunk ended inside a sequence
+        at = np.flatnonzero(flags)
+        if not len(at):
+            return
+        brk = np.flatnonzero(np.diff(at) != 1) + 1
+        mv = memoryview(buf)
+        try:
+            for first, last in zip(at[np.concatenate(([0], brk))],
+                                   at[np.concatenate((brk - 1, [len(at) - 1]))]):
+                lo, hi = k + int(first) * blk, min(n, k + (int(last) + 1) * blk)
+                for s in range(lo, hi, 1 << 20):  # the decoded text (discarded) stays small
+                    self.utf8.decode(mv[s:min(hi, s + (1 << 20))])
+                if hi < n and self.utf8.getstate()[0]:
+                    raise _NotPlain  # a sequence cut short by an ASCII byte
+        except UnicodeDecodeError:
+            raise _NotPlain from None
+        finally:
+            mv.release()
+
+    def _finish(self, size: int, carry: bytes) -> ListLayout:
+        if (self.phase != AFTER or carry or self.in_str or self.depth != 0
+                or not self.top_opened):
+            raise _NotPlain
+        try:
+            self.utf8.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise _NotPlain from None
+        skeleton = bytes(self.skeleton)
+        try:
+            doc = orjson.loads(skeleton)
+        except orjson.JSONDecodeError:
+            raise _NotPlain from None
+        if not isinstance(doc, dict) or doc.get("items") != [] or _count_top_items(skeleton) != 1:
+            raise _NotPlain
+        items = (np.concatenate(self.item_parts) if self.item_parts
+                 else np.zeros((0, 2), np.int64))
+        return ListLayout(items=items, skeleton=skeleton, sha256=self.hasher.hexdigest(),
+                          size=size)
+
+    def _add_skeleton(self, part) -> None:
+        self.skeleton += part
+        if len(self.skeleton) > MAX_SKELETON:
+            raise _NotPlain
+
+    # ------------------------------------------------------------------ one buffer
+    def _buffer(self, buf: bytearray, n: int, base: int) -> int:
+        """Scan buf[:n] (file offset `base`); returns where the next buffer starts in it."""
+        a = np.frombuffer(buf, np.uint8, count=n)
+        pos = _event_positions(a)
+        if not len(pos) and not (self.phase == IN and self.gap_at_start):
+            # no event byte (common with tiny chunks): the state stays, the bytes are text
+            if self.phase != IN:
+                self._add_skeleton(memoryview(buf)[:n])
+            self.bs_odd = 0
+            return n
+        c = a[pos]
+        in0 = self.in_str
+
+        # escapes (2.) and strings (3.)
+        nq = np.flatnonzero(c != _Q)  # event indices of the non-quotes
+        bsj = nq[c[nq] == _BS]
+        bs_tail = 0
+        if len(bsj) or self.bs_odd:
+            esc, bs_tail = _escaped_quotes(pos, c, bsj, self.bs_odd, n)
+            if len(esc):
+                c[esc] = 0  # no longer an event: text inside a string
+                nq = np.insert(nq, np.searchsorted(nq, esc), esc)
+        cn = c[nq]
+        in_str = (in0 + nq - np.arange(len(nq))) & 1  # inside a string, for each non-quote
+        outside = in_str == 0
+        if np.any(outside & (cn == _BS)):
+            raise _NotPlain  # a backslash outside strings
+        br = nq[outside & (cn != _BS) & (cn != 0)]  # brackets outside strings
+        in_end = (in0 + len(pos) - len(nq)) & 1
+
+        # depth and bracket matching (4.)
+        bp, bc = pos[br], c[br]
+        opens = (bc & 0xDF) == _LSQUARE
+        delta = opens.astype(np.int64) * 2 - 1
+        depth_after = self.depth + np.cumsum(delta)
+        depth_end, stack_end = self.depth, self.stack
+        if len(bp):
+            if depth_after.min() < 0 or depth_after.max() > MAX_DEPTH:
+                raise _NotPlain
+            level = depth_after - opens  # the smaller of the depths before and after
+            curly = ((bc & 0x20) != 0).astype(np.int64)
+            stack = self.stack + np.cumsum(delta * (curly << level))
+            closes = ~opens
+            if np.any((stack[closes] >> level[closes]) & 1):
+                raise _NotPlain  # a `]` closing a `{` or a `}` closing a `[`
+            top = np.flatnonzero((level == 0) & opens)
+            if len(top):  # depth 0 -> 1: only once, the document's `{`
+                if self.top_opened or len(top) > 1 or bc[top[0]] != _LCURLY:
+                    raise _NotPlain
+                self.top_opened = True
+            depth_end, stack_end = int(depth_after[-1]), int(stack[-1])
+            low = np.flatnonzero(level <= 2)
+            lj, lpos, llev, lopen = br[low], bp[low], level[low], opens[low]
+        else:
+            lj = lpos = llev = lopen = np.zeros(0, np.int64)
+
+        # the items array (5.)
+        cut, in_gap = n, False
+        i0 = 0  # first low bracket after the items' `[`
+        gap0 = None  # where a gap between elements starts in this buffer, if before any bracket
+        gap0_ev = 0  # the index of the first event after gap0
+        phase0 = self.phase
+        if self.phase == BEFORE:
+            for ci in np.flatnonzero((llev == 1) & lopen & (c[lj] == _LSQUARE)):
+                if self._is_items_key(int(lj[ci]), pos, c, nq, in0, base, buf):
+                    self.phase, i0 = IN, int(ci) + 1
+                    gap0, gap0_ev = int(lpos[ci]) + 1, int(lj[ci]) + 1
+                    self._add_skeleton(memoryview(buf)[:gap0])
+                    break
+            else:
+                self._add_skeleton(memoryview(buf)[:n])
+                self._remember_events(pos, c, nq, in0, base)
+        elif self.phase == IN and self.gap_at_start:
+            gap0 = 0
+        if self.phase == IN:
+            after = np.flatnonzero(llev[i0:] <= 1)
+            stop = i0 + int(after[0]) if len(after) else len(lpos)
+            close = int(lpos[stop]) if len(after) else None
+            cut, in_gap = self._items_part(a, n, base, pos, c, gap0, gap0_ev, lpos[i0:stop + 1],
+                                           lj[i0:stop + 1], lopen[i0:stop], close)
+            if close is not None:
+                self.phase = AFTER
+                self._add_skeleton(memoryview(buf)[close:n])
+        elif phase0 == AFTER:
+            self._add_skeleton(memoryview(buf)[:n])
+
+        # the state where the next buffer starts
+        if in_gap:  # in a gap between elements: outside strings, at depth 2
+            self.in_str, self.bs_odd, self.gap_at_start = 0, 0, True
+        else:
+            self.in_str, self.bs_odd, self.gap_at_start = in_end, bs_tail, False
+        self.depth, self.stack = depth_end, stack_end
+        return cut
+
+    def _remember_events(self, pos, c, nq, in0, base) -> None:
+        """Keep the last two events (for an `"items"` key whose quotes are in earlier buffers)."""
+        evs = [self._event(j, pos, c, nq, in0, base) for j in range(len(pos) - 1,
+                                                                    max(len(pos) - 3, -1), -1)]
+        self.prev_events = (evs + self.prev_events)[:2]
+
+    @staticmethod
+    def _event(j, pos, c, nq, in0, base) -> tuple[int, int, int]:
+        quotes_before = j - int(np.searchsorted(nq, j))
+        return int(pos[j]) + base, int(c[j]), (in0 + quotes_before) & 1
+
+    def _is_items_key(self, j, pos, c, nq, in0, base, buf) -> bool:
+        """Is the `[` (event j) the value of a key spelled `"items"`? Its two previous events
+        must be the quotes of "items", the first opening a string; between the second and the
+        `[`: whitespace, `:`, whitespace."""
+        evs = [self._event(i, pos, c, nq, in0, base) for i in range(j - 1, max(j - 3, -1), -1)]
+        evs = (evs + self.prev_events)[:2]
+        if len(evs) < 2:
+            return False
+        (qc, bc_, _), (qo, bo, open_in_str) = evs
+        if bc_ != _Q or bo != _Q or qc - qo != 6 or open_in_str:
+            return False
+        bracket = base + int(pos[j])
+        if bracket - qc > _MAX_KEY_GAP:
+            return False
+        text = self._file_bytes(qo, bracket, base, buf)
+        return text[:7] == b'"items"' and text[7:].strip(_WS) == b":"
+
+    def _file_bytes(self, lo: int, hi: int, base: int, buf) -> bytes:
+        """file[lo:hi] before the items array: the skeleton so far holds file[:base]."""
+        head = bytes(self.skeleton[lo:min(hi, base)]) if lo < base else b""
+        return head + bytes(buf[max(lo, base) - base:hi - base])
+
+    def _items_part(self, a, n, base, pos, c, gap0, gap0_ev, l2pos, l2ev, l2open, close):
+        """Turn this buffer's part of the items array into the stream of its events and feed it
+        on. l2pos, l2ev: the positions and event indices of the depth-2 brackets, the items'
+        `]` last if `close` (its position) is not None; l2open: which of the others open.
+        Returns (where the next buffer starts, whether that is in a gap between elements):
+        (n, False) inside an element, (the start of the unfinished gap or after its last comma,
+        True) in a gap."""
+        bpos, bev = l2pos.astype(np.int64), l2ev.astype(np.int64)
+        btyp = np.where(l2open, OPEN, CLOSE).astype(np.int8)
+        if close is not None:
+            btyp = np.append(btyp, np.int8(END))
+        # gaps between elements: from gap0 and after each element's closing bracket, to the
+        # next bracket (an element's opening one or the items' `]`), or to the buffer's end
+        after_close = np.flatnonzero(btyp == CLOSE)
+        starts, lo = bpos[after_close] + 1, bev[after_close] + 1  # lo: first event in the gap
+        nxt = after_close + 1  # the next bracket
+        if gap0 is not None:
+            starts = np.concatenate(([gap0], starts))
+            lo = np.concatenate(([gap0_ev], lo))
+            nxt = np.concatenate(([0], nxt))
+        open_gap = len(starts) > 0 and nxt[-1] == len(bpos)  # the last one runs to the end
+        ends = np.full(len(starts), n, np.int64)
+        hi = np.full(len(starts), len(pos), np.int64)  # hi: the event after the gap
+        has_end = nxt < len(bpos)
+        ends[has_end] = bpos[nxt[has_end]]
+        hi[has_end] = bev[nxt[has_end]]
+
+        # string elements: the quotes in the gaps, opening and closing in turn
+        nev = hi - lo
+        qo = qc = np.zeros(0, np.int64)
+        gap_s, gap_e = starts, ends
+        if nev.sum():
+            ev = _ranges(lo, nev)
+            gid = np.repeat(np.arange(len(starts)), nev)
+            isq = c[ev] == _Q
+            ev, gid = ev[isq], gid[isq]
+            rank = np.arange(len(gid)) - np.searchsorted(gid, gid)
+            qp = pos[ev]
+            qo, qc = qp[rank % 2 == 0], qp[rank % 2 == 1]
+            odd = np.bincount(gid, minlength=len(starts)) % 2 == 1
+            if odd[:-1].any() or (odd[-1] and not open_gap):
+                raise _NotPlain  # cannot happen: a gap ends outside strings
+            # what is outside strings in the gaps (the end of an unfinished string is not)
+            gap_s = np.sort(np.concatenate((starts, qc + 1)))
+            gap_e = np.sort(np.concatenate((qo, ends[~odd])))
+        commas, tok_s, tok_e = _gap_tokens(a, gap_s, gap_e)
+        parts = [(bpos, btyp)]
+        for p, t in ((qo, QOPEN), (qc, QCLOSE), (commas, COMMA), (tok_s, TOK_S), (tok_e, TOK_E)):
+            if len(p):
+                parts.append((p, np.full(len(p), t, np.int8)))
+        if len(parts) > 1:
+            ep = np.concatenate([p for p, _ in parts])
+            et = np.concatenate([t for _, t in parts])
+            order = np.argsort(ep, kind="stable")  # stable: a 1-byte token's start, then end
+            ep, et = ep[order], et[order]
+        else:
+            ep, et = bpos, btyp
+        cut = n
+        if open_gap:  # read the unfinished gap again, from after its last comma
+            gs = int(starts[-1])
+            last = commas[commas >= gs]
+            cut = int(last[-1]) + 1 if len(last) else gs
+            keep = ep < cut
+            ep, et = ep[keep], et[keep]
+        self._feed(ep + base, et, close is not None)
+        return cut, bool(open_gap)
+
+    def _feed(self, ep: np.ndarray, et: np.ndarray, closed: bool) -> None:
+        """Check the items stream: elem (COMMA elem)* END, or END alone; keep the ranges."""
+        if self.pending is not None:
+            ep = np.concatenate((self.pending[0], ep))
+            et = np.concatenate((self.pending[1], et))
+            self.pending = None
+        if self.n_items == 0 and len(et) and et[0] == END:
+            if len(et) != 1:
+                raise _NotPlain
+            return  # `[]`
+        k = len(et) // 3
+        if closed and (len(et) != 3 * k or k == 0):
+            raise _NotPlain
+        if k:
+            t = et[:3 * k].reshape(k, 3).astype(np.int64)
+            p = ep[:3 * k].reshape(k, 3)
+            if not (_ELEM_START[t[:, 0]].all() and (t[:, 1] == t[:, 0] + 1).all()
+                    and (t[:-1, 2] == COMMA).all() and t[-1, 2] == (END if closed else COMMA)):
+                raise _NotPlain
+            r = np.empty((k, 2), np.int64)
+            r[:, 0] = p[:, 0]
+            r[:, 1] = p[:, 1] + 1
+            self.item_parts.append(r)
+            self.n_items += k
+        if len(et) > 3 * k:
+            self.pending = (ep[3 * k:], et[3 * k:])
+
+
+def _count_top_items(skeleton: bytes) -> int:
+    """How many keys of the top-level object read "items" (written with escapes or not)."""
+    top = []
+
+    def hook(pairs):
+        top[:] = [pairs]  # the top-level object is the last one to end
+        return dict(pairs)
+
+    try:
+        json.loads(skeleton, object_pairs_hook=hook)
+    except (ValueError, RecursionError):
+        return -1
+    return sum(1 for key, _ in top[0] if key == "items") if top else 0
+
+
+# ------------------------------------------------------------------ timing
+def write_sample(path, target_bytes: int, seed: int = 1) -> int:
+    """Write a pretty-printed kubectl-like event List of about target_bytes; returns its items."""
+    import random
+
+    rnd = random.Random(seed)
+    texts = []
+    for i in range(2000):
+        ev = {
+            "apiVersion": "v1", "count": rnd.randint(1, 500), "eventTime": None,
+            "firstTimestamp": f"2024-05-01T12:{i % 60:02d}:{rnd.randint(0, 59):02d}Z",
+            "involvedObject": {
+                "apiVersion": "v1", "fieldPath": "spec.containers{main}", "kind": "Pod",
+                "name": f"gpu-worker-{i}-abcde", "namespace": f"team-{i % 17}",
+                "resourceVersion": str(100000 + i), "uid": f"1b4e28ba-2fa1-11d2-883f-{i:012d}"},
+            "kind": "Event", "lastTimestamp": "2024-05-01T13:00:00Z",
+            "message": ('Successfully pulled image "nvcr.io/nvidia/pytorch:24.01-py3" in 1.2s '
+                        "(1.2s including waiting) [x, y]: {ok} \u00e9\u2713"),
+            "metadata": {
+                "creationTimestamp": "2024-05-01T12:00:00Z", "name": f"gpu-worker-{i}.17c{i:08x}",
+                "namespace": f"team-{i % 17}", "resourceVersion": str(200000 + i),
+                "uid": f"{i:08x}-aaaa-bbbb-cccc-{i:012d}"},
+            "reason": rnd.choice(["Pulled", "Created", "Started", "Scheduled", "BackOff"]),
+            "reportingComponent": "kubelet", "reportingInstance": f"node-{i % 40}",
+            "source": {"component": "kubelet", "host": f"node-{i % 40}"}, "type": "Normal"}
+        text = json.dumps(ev, indent=4, ensure_ascii=i % 500 != 7)  # some UTF-8 (every chunk)
+        texts.append(("        " + text.replace("\n", "\n        ")).encode())
+    n = written = 0
+    with open(path, "wb") as f:
+        f.write(b'{\n    "apiVersion": "v1",\n    "items": [\n')
+        while written < target_bytes:
+            t = texts[n % len(texts)]
+            f.write(t if n == 0 else b",\n" + t)
+            written += len(t) + 2
+            n += 1
+        f.write(b'\n    ],\n    "kind": "List",\n    "metadata": {\n'
+                b'        "resourceVersion": ""\n    }\n}\n')
+    return n
+
+
+def bench(path=None, mb: int = 200, chunk_bytes: int = 64 << 20) -> float:
+    """Time scan_list on `path` (written first with write_sample if missing); returns MB/s.
+    The file is read once beforehand, so it is timed from the page cache."""
+    import tempfile
+
+    tmp = None
+    if path is None:
+        fd, tmp = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        path = tmp
+    try:
+        if not os.path.exists(path) or os.path.getsize(path) == 0:
+            write_sample(path, mb << 20)
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:  # into the page cache
+            while f.read(64 << 20):
+                pass
+        t0 = time.perf_counter()
+        layout = scan_list(path, chunk_bytes=chunk_bytes)
+        dt = time.perf_counter() - t0
+        if layout is None:
+            raise RuntimeError("scan_list returned None")
+        rate = size / dt / 1e6
+        print(f"{size / 1e6:.0f} MB, {len(layout.items)} items: {dt:.2f} s, {rate:.0f} MB/s")
+        return rate
+    finally:
+        if tmp is not None:
+            os.unlink(tmp)
+
+
+if __name__ == "__main__":
+    import sys
+
+    bench(sys.argv[1] if len(sys.argv) > 1 else None,
+          int(sys.argv[2]) if len(sys.argv) > 2 else 200)
