@@ -340,16 +340,21 @@ def child_main(argv) -> None:
     print("BENCH-RESULT " + json.dumps(fn(spec)), flush=True)
 
 
-def warm(folder: Path) -> None:
-    """Read every file of `folder` once (into the page cache): a run with history follows the
-    copy of a multi-GB warehouse, which evicted its input, while the runs without history read
-    input cached by the run before: day 4 on 30 days landed 1.7 s slower than alone without
-    reading any history (session 6). A daily run's files are usually just written, so cached."""
-    for p in sorted(folder.rglob("*")):
-        if p.is_file():
-            with open(p, "rb") as f:
-                while f.read(8 << 20):
-                    pass
+def warm(folder: Path, only: list[str] | None = None) -> None:
+    """Read every file of `folder` once (into the page cache), or only the files `only`: a run
+    with history follows the copy of a multi-GB warehouse, which evicted its input, while the
+    runs without history read input cached by the run before: day 4 on 30 days landed 1.7 s
+    slower than alone without reading any history (session 6). A daily run's files are usually
+    just written, so cached. A run with history is given its day's new files as `only`: the
+    earlier days' files in its folder are landed already (it looks at their size and mtime,
+    never their bytes), and reading them too put ~5 GB more in the page cache beside the
+    warehouse copy (bench/README.md, session 9)."""
+    files = ([Path(p) for p in only] if only is not None
+             else [p for p in sorted(folder.rglob("*")) if p.is_file()])
+    for p in files:
+        with open(p, "rb") as f:
+            while f.read(8 << 20):
+                pass
 
 
 def settle() -> None:
@@ -380,7 +385,7 @@ def copy_state(src: Path, dst: Path) -> None:
 def spawn(spec: dict) -> dict:
     if spec.get("mode") == "run":
         settle()
-        warm(Path(spec["input"]))
+        warm(Path(spec["input"]), spec.get("warm"))
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, str(Path(__file__)), "--child", json.dumps(spec)],
                        cwd=ROOT, text=True, capture_output=True, check=False,
@@ -585,7 +590,7 @@ def history(a, sim: Path) -> dict:
                              "day_from": last.isoformat(), "day_to": last.isoformat(),
                              "export_day": last.isoformat(), "validation": a.validation,
                              "cold_imports": a.cold_imports,
-                             "exports": a.exports}))
+                             "exports": a.exports, "warm": [str(q) for q in linked]}))
             for q in linked:
                 q.unlink()
             db.unlink(missing_ok=True)

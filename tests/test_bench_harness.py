@@ -338,14 +338,37 @@ def test_harness_settles_writeback_and_warms_input_before_a_timed_run(tmp_path, 
         stdout = 'BENCH-RESULT {"stages": {}}\n'
 
     monkeypatch.setattr(h.os, "sync", lambda: done.append("sync"))
-    monkeypatch.setattr(h, "warm", lambda folder: done.append(("warm", folder)))
+    monkeypatch.setattr(h, "warm", lambda folder, only=None: done.append(("warm", folder, only)))
     monkeypatch.setattr(h.subprocess, "run", lambda *a, **k: done.append("child") or P())
     r = h.spawn({"mode": "run", "input": str(tmp_path / "in")})
-    assert done == ["sync", ("warm", tmp_path / "in"), "child"]
+    assert done == ["sync", ("warm", tmp_path / "in", None), "child"]
     assert r["process_wall"] >= 0
+    done.clear()
+    h.spawn({"mode": "run", "input": str(tmp_path / "in"), "warm": ["x"]})
+    assert done == ["sync", ("warm", tmp_path / "in", ["x"]), "child"]
     done.clear()
     h.spawn({"mode": "floor", "input": str(tmp_path / "in")})
     assert done == ["child"]
+
+
+def test_warm_reads_the_given_files_only(tmp_path, monkeypatch):
+    """A run with history warms its day's new files, not the days its warehouse already holds
+    (which it never reads); without a list, every file of the folder."""
+    import builtins
+
+    h = _harness()
+    (tmp_path / "in" / "d1").mkdir(parents=True)
+    for name in ("d1/old.jsonl", "new.jsonl", "other.json"):
+        (tmp_path / "in" / name).write_text("{}\n")
+    opened = []
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda p, *a, **k: opened.append(Path(p).name)
+                        or real_open(p, *a, **k))
+    h.warm(tmp_path / "in", [str(tmp_path / "in" / "new.jsonl")])
+    assert opened == ["new.jsonl"]
+    opened.clear()
+    h.warm(tmp_path / "in")
+    assert sorted(opened) == ["new.jsonl", "old.jsonl", "other.json"]
 
 
 def test_harness_copies_the_history_state_and_drops_the_source_from_the_page_cache(
