@@ -179,7 +179,6 @@ class StagingState:
         self.stale = sorted(f for f, h in staged.items() if self.landed.get(f) != h)
         self.new = sorted(f for f in self.landed if f not in staged)
         self._views: set[str] = set()
-        self._only_new = False  # (set by _landed_here)
         self.ran: dict[str, str] = {}
         # models that another one refolds (`-- incremental: recompute key (…) from <model>`)
         self.recomputed_from = recomputed_sources(models.values())
@@ -188,7 +187,7 @@ class StagingState:
 
     def _landed_here(self) -> dict[str, int] | None:
         """{raw table: its next rowid before this transaction landed} when this transaction
-        landed every new file (`warehouse._note_first_rowids`), else None."""
+        landed exactly the new files (`warehouse._note_first_rowids`), else None."""
         con = self.con
         if con.execute("select count(*) from duckdb_tables() where temporary and table_name in "
                        "('_recon_landed_files', '_recon_first_rowids')").fetchone()[0] < 2:
@@ -197,12 +196,11 @@ class StagingState:
                                             "where txid = txid_current()").fetchall()}
         firsts = dict(con.execute("select tbl, first_rowid from _recon_first_rowids "
                                   "where txid = txid_current()").fetchall())
-        if not firsts or not set(self.new) <= landed:
+        # the rows at or past those rowids are this transaction's landings: with exactly the
+        # new files landed (a file landed again with other bytes makes the run a full rebuild
+        # anyway), they are the new files' rows, and the delta views need no list of files
+        if not firsts or landed != set(self.new):
             return None
-        # the rows at or past those rowids are this transaction's landings; when it landed only
-        # new files (a file landed again with other bytes makes the run a full rebuild anyway),
-        # they are exactly the new files' rows, and the views need no list of files
-        self._only_new = landed == set(self.new)
         return firsts
 
     def _check_indexes(self) -> None:
@@ -263,9 +261,9 @@ class StagingState:
                 # New files' rows were appended last: a rowid bound lets the scan skip the row
                 # groups of history (an IN list alone is checked after reading every doc).
                 first = self._first_rowids.get(table)
-                # rows past this transaction's mark are the new files' alone: no IN list (a
-                # mark join over every new row: 0.2-0.3 s a run at 500 nodes)
-                exact = first is not None and self._only_new
+                # rows past this transaction's mark are the new files' alone (_landed_here): no
+                # IN list (a mark join over every new row: 0.2-0.3 s a run at 500 nodes)
+                exact = first is not None
                 if first is None:
                     first = self.con.execute(f"select min(rowid) from raw.{table} "
                                              f"where source_file in ({files})").fetchone()[0]

@@ -154,10 +154,10 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
     try:
         _note_first_rowids(con)
         now_ns = time.time_ns()
-        # Big Kubernetes Lists (events.json: one 160 MB document) parse on one thread; they are
-        # parsed ahead, one at a time on a cursor of their own, while the other files land, and
-        # land last (the target day's landing: bench/README.md, session 4).
-        prepared = {p: ahead.submit(prepare_list, con.cursor(), p, str(p.resolve()))
+        # Big Kubernetes Lists (events.json: one 160 MB document) are scanned for their items
+        # ahead, one at a time in a thread, while the other files land, and land last (the
+        # target day's landing: bench/README.md, sessions 4 and 9).
+        prepared = {p: ahead.submit(prepare_list, p)
                     for p in files if _needs_landing(p, known, settle_seconds, now_ns)
                     and is_list_candidate(p)}
         order = [p for p in files if p not in prepared] + list(prepared)

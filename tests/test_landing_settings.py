@@ -70,9 +70,9 @@ def test_big_lists_are_parsed_ahead_in_a_thread_and_results_keep_file_order(
     threads = []
     real = warehouse.prepare_list
 
-    def spy(cur, path, display):
+    def spy(path):
         threads.append((path.name, threading.current_thread().name))
-        return real(cur, path, display)
+        return real(path)
 
     monkeypatch.setattr(warehouse, "prepare_list", spy)
     con = warehouse.connect(tmp_path / "w.duckdb")
@@ -92,8 +92,7 @@ def test_a_list_whose_ahead_parse_fails_is_quarantined_and_the_rest_lands(tmp_pa
     _list_folder(tmp_path)
     monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)
 
-    def broken(cur, path, display):
-        cur.close()
+    def broken(path):
         raise OSError(f"{path.name}: disk went away")
 
     monkeypatch.setattr(warehouse, "prepare_list", broken)

@@ -193,9 +193,21 @@ def test_valid_documents_every_chunk_size(tmp_path, name):
     check_all_chunks(tmp_path, VALID[name], chunks=[1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 64, None])
 
 
+def _speed():
+    """bench/list_scan_speed.py (its sample List writer)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "list_scan_speed.py"
+    spec = importlib.util.spec_from_file_location("list_scan_speed", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_big_file_small_chunks(tmp_path):
     p = tmp_path / "events.json"
-    n = list_scan.write_sample(p, 1 << 20)
+    n = _speed().write_sample(p, 1 << 20)
     data = p.read_bytes()
     doc = orjson.loads(data)
     assert len(doc["items"]) == n and len(data) > 1 << 20

@@ -249,20 +249,29 @@ def _index(buf: bytearray, cut: int, final: bool, no0: int, ends=None) -> _Chunk
         except UnicodeDecodeError:
             pass
     c.table = None
-    if utf8:  # (pa.array/pa.table would import pandas: 0.2 s for nothing)
-        line_no = np.arange(no0 + 1, no0 + c.n + 1, dtype=np.int64)
-        offsets = np.concatenate(([0], ends)).astype(np.int64)
-        whole = pa.Table.from_arrays([
-            pa.Array.from_buffers(pa.int64(), c.n, [None, pa.py_buffer(line_no)]),
-            pa.LargeStringArray.from_buffers(c.n, pa.py_buffer(offsets), pa.py_buffer(c.data))],
-            names=["line_no", "line"])
-        # A chunk of few, big lines (35k two-kilobyte pod versions) as one Arrow batch is
-        # parsed by one thread; as several batches (zero-copy slices) by both cores: the
-        # 500-node day's pod watch files land 1.4x faster. A chunk of many short lines (jobs,
-        # workers snapshots) DuckDB already splits, and slicing it costs more (measured).
-        c.table = whole if c.n >= SPLIT_BELOW else pa.Table.from_batches(
-            whole.to_batches(max_chunksize=max(MIN_BATCH_ROWS, -(-c.n // BATCHES))))
+    if utf8:
+        c.table = lines_table(c.data, np.concatenate(([0], ends)),
+                              np.arange(no0 + 1, no0 + c.n + 1, dtype=np.int64))
     return c
+
+
+def lines_table(data, offsets, line_no) -> pa.Table:
+    """Arrow `line_no, line` over `data` (zero-copy): line k is data[offsets[k]:offsets[k+1]],
+    numbered line_no[k]. (pa.array/pa.table would import pandas: 0.2 s for nothing.)"""
+    import numpy as np
+
+    n = len(line_no)
+    whole = pa.Table.from_arrays([
+        pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(line_no)]),
+        pa.LargeStringArray.from_buffers(n, pa.py_buffer(np.asarray(offsets, dtype=np.int64)),
+                                         pa.py_buffer(data))],
+        names=["line_no", "line"])
+    # A chunk of few, big lines (35k two-kilobyte pod versions) as one Arrow batch is parsed
+    # by one thread; as several batches (zero-copy slices) by both cores: the 500-node day's
+    # pod watch files land 1.4x faster. A chunk of many short lines (jobs, workers snapshots)
+    # DuckDB already splits, and slicing it costs more (measured).
+    return whole if n >= SPLIT_BELOW else pa.Table.from_batches(
+        whole.to_batches(max_chunksize=max(MIN_BATCH_ROWS, -(-n // BATCHES))))
 
 
 SPLIT_BELOW = 65_536  # lines in a chunk

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import orjson
@@ -10,7 +9,6 @@ import orjson
 from . import jsonl
 from .classify import doc_kind
 from .jsonl import (
-    LENIENT_RES,
     LENIENT_SQL,
     _fast_mode,
     _is_gzip,
@@ -32,7 +30,8 @@ from .reader import FileResult, _cluster_of, _guard, _k8s
 #    its structure (list_scan.py): where each item of the top-level `items` array starts and
 #    ends, the document without its items (the "skeleton"), the sha256. It goes on only when
 #    read_file would take the whole-document path to a Kubernetes List: the skeleton parses
-#    (orjson), doc_kind calls it a List, and none of the lenient forms (below) is in it.
+#    (orjson: it rejects the lenient forms below, and reads a value there only to route the
+#    file) and doc_kind calls it a List.
 # 2. `land_list` re-reads the items a chunk at a time (FAST_CHUNK bytes; the file is in the page
 #    cache) and hands each chunk to DuckDB zero-copy, one row per item, as the JSON Lines path
 #    does with lines: the separators between items are blanked, so each item's text runs to
@@ -45,8 +44,6 @@ from .reader import FileResult, _cluster_of, _guard, _k8s
 # Memory is the reading chunk, DuckDB's work on it, and 16 bytes an item for the offsets.
 
 LIST_MIN_BYTES = 4 << 20  # smaller lists: the Python reader
-# the lenient forms (jsonl.LENIENT_RES), looked for in the skeleton (DuckDB looks in the items)
-_LENIENT_PY = [re.compile(r.encode()) for r in LENIENT_RES]
 
 
 def is_candidate(path: Path) -> bool:
@@ -65,30 +62,19 @@ def is_candidate(path: Path) -> bool:
 def land_list(con, path: Path, display: str, prepared=None) -> FileResult | None:
     """Land a big Kubernetes List file through DuckDB; None: use read_file instead.
 
-    `prepared`: a concurrent.futures.Future of `prepare_list(cursor, path, display)` started
-    earlier (its result, or its exception, is taken here); without it the file is prepared now.
+    `prepared`: a concurrent.futures.Future of `prepare_list(path)` started earlier (its
+    result, or its exception, is taken here); without it the file is prepared now.
     """
-    got = prepared.result() if prepared is not None else prepare_list(con.cursor(), path, display)
-    if got is None:
+    layout = prepared.result() if prepared is not None else prepare_list(path)
+    if layout is None:
         return None
-    digest, layout = got
-    return _insert(con, path, display, digest, layout)
+    return _insert(con, path, display, layout)
 
 
-def prepare_list(cur, path: Path, display: str):
-    """Scan a big Kubernetes List for its items (may run in another thread while the caller's
-    connection lands other files). Returns (sha256, ListLayout) or None: not a List this path
-    takes. Closes `cur` (a cursor of its own, kept in the signature for callers that parse
-    ahead on one)."""
-    try:
-        return _prepare(path)
-    finally:
-        cur.close()
-
-
-def _prepare(path: Path):
-    size = path.stat().st_size
-    if size < LIST_MIN_BYTES or _is_gzip(path):
+def prepare_list(path: Path) -> ListLayout | None:
+    """Scan a big Kubernetes List for its items (no DuckDB: it may run in another thread while
+    the caller's connection lands other files). None: not a List this path takes."""
+    if path.stat().st_size < LIST_MIN_BYTES or _is_gzip(path):
         return None
     layout = scan_list(path, chunk_bytes=jsonl.FAST_CHUNK)
     if layout is None:
@@ -97,14 +83,12 @@ def _prepare(path: Path):
         top = orjson.loads(layout.skeleton)
     except orjson.JSONDecodeError:
         return None  # orjson would reject the document: the Python reader says why
-    if doc_kind(top) != "k8s_list" or any(r.search(layout.skeleton) for r in _LENIENT_PY):
-        return None  # another kind (read_file's cases), or a value orjson reads differently
-    return layout.sha256, layout
+    return layout if doc_kind(top) == "k8s_list" else None  # else read_file's other cases
 
 
-def _insert(con, path: Path, display: str, digest: str, layout: ListLayout) -> FileResult | None:
+def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | None:
     cluster = _cluster_of(display, None)
-    res = FileResult(path=display, kind="k8s_list", sha256=digest)
+    res = FileResult(path=display, kind="k8s_list", sha256=layout.sha256)
     v = "try(json_extract(line, ['$', '$.kind', '$.metadata.uid', '$.metadata.resourceVersion']))"
     parsed = (f"with p as materialized (select line_no, {v} as v from _recon_chunk "
               f"where not ({LENIENT_SQL})), "
@@ -117,10 +101,11 @@ def _insert(con, path: Path, display: str, digest: str, layout: ListLayout) -> F
               f"'LISTED' as event_type, {_str('v[2]')} as kind, {_str('v[3]')} as uid, "
               f"case when starts_with(v[4], '\"') then {_str('v[4]')} else '' end "
               f"as resource_version, null as seen_at, v[1] as doc from f")
-    rest = f"{parsed}select line_no from _recon_chunk anti join f using (line_no) order by line_no"
+    rest = (f"{parsed}select line_no, line from _recon_chunk anti join f using (line_no) "
+            f"order by line_no")
     n = 0
     with jsonl.small_write_buffer(con), open(path, "rb") as f:
-        for first, table, texts in _item_chunks(f, layout.items):
+        for table in _item_chunks(f, layout.items):
             slow = []
             # in row_group_parts: the rest beyond whole row groups first, appended to the
             # table's last, partly filled row group (the files landed before), then whole row
@@ -131,14 +116,14 @@ def _insert(con, path: Path, display: str, digest: str, layout: ListLayout) -> F
                 try:
                     landed = con.execute(insert).fetchone()[0]
                     if landed != part.num_rows:
-                        slow += [r[0] for r in con.execute(rest).fetchall()]
+                        slow += con.execute(rest).fetchall()
                 finally:
                     con.unregister("_recon_chunk")
                 n += landed
-            for i in slow:
+            for i, text in slow:  # (an item's text runs to the next one: trailing blanks)
                 loc = f"items[{i}]"
                 try:
-                    item = orjson.loads(texts(i - first))
+                    item = orjson.loads(text)
                 except orjson.JSONDecodeError:
                     # orjson rejects the document: read_file says what it is
                     con.execute("delete from raw.k8s_objects where source_file = ?", [display])
@@ -151,12 +136,10 @@ def _insert(con, path: Path, display: str, digest: str, layout: ListLayout) -> F
 
 
 def _item_chunks(f, items):
-    """Yield (index of the chunk's first item, Arrow table `line_no, line` of its items with
-    line_no = the item's index, a function giving item k's bytes) for chunks of the List's
-    items of at most FAST_CHUNK bytes (at least one item). The table's strings are views of
-    one reading buffer, valid until the next chunk."""
+    """Yield, for chunks of the List's items of at most FAST_CHUNK bytes (at least one item),
+    an Arrow table `line_no, line` of their texts, line_no = the item's index. The strings are
+    views of one reading buffer, valid until the next chunk."""
     import numpy as np
-    import pyarrow as pa
 
     starts, ends = items[:, 0], items[:, 1]
     buf = bytearray()
@@ -166,12 +149,11 @@ def _item_chunks(f, items):
         base, size = int(starts[a]), int(ends[b - 1] - starts[a])
         if len(buf) < size:
             buf = bytearray(max(size, jsonl.FAST_CHUNK))
-        view = memoryview(buf)
+        view = memoryview(buf)[:size]
         f.seek(base)
-        got = f.readinto(view[:size])
-        if got != size:
+        if f.readinto(view) != size:
             raise OSError(f"{f.name}: file changed while it was landed (short read)")
-        arr = np.frombuffer(buf, dtype=np.uint8, count=size)
+        arr = np.frombuffer(view, dtype=np.uint8)
         s, e = starts[a:b] - base, ends[a:b] - base
         # blank what lies between items (whitespace and one comma): item k's text then runs to
         # item k+1's start, trailing whitespace only, and the items are contiguous for Arrow
@@ -179,20 +161,5 @@ def _item_chunks(f, items):
         if len(gaps) and gaps.sum():
             at = np.repeat(e[:-1] - np.cumsum(gaps) + gaps, gaps) + np.arange(int(gaps.sum()))
             arr[at] = 32
-        offsets = np.append(s, size).astype(np.int64)
-        n = b - a
-        line_no = np.arange(a, b, dtype=np.int64)
-        whole = pa.Table.from_arrays([
-            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(line_no)]),
-            pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets),
-                                             pa.py_buffer(view[:size]))],
-            names=["line_no", "line"])
-        # few, big items (pods) as several batches: both cores parse them (jsonl._index)
-        table = whole if n >= jsonl.SPLIT_BELOW else pa.Table.from_batches(
-            whole.to_batches(max_chunksize=max(jsonl.MIN_BATCH_ROWS, -(-n // jsonl.BATCHES))))
-
-        def texts(k, s=s, e=e, view=view):
-            return bytes(view[int(s[k]):int(e[k])])
-
-        yield a, table, texts
+        yield jsonl.lines_table(view, np.append(s, size), np.arange(a, b, dtype=np.int64))
         a = b
