@@ -420,6 +420,66 @@ def test_a_session_older_than_the_window_keeps_its_history(tmp_path):
     con.close()
 
 
+def test_a_window_reads_the_last_workload_of_an_island_not_its_history(tmp_path):
+    """An instance billed without a break from day 1 to day 4, with tasks on days 1-3: day 4 is
+    tail after the last task. Before the window, the day-4 run needs only the workloads that
+    ended last (scope.stg_k8s__pods): an instance up for weeks would otherwise make every daily
+    run read weeks of its pods. The last one is a workload of int_resource__workloads: a GPU
+    pod without its own PodScheduled time counts when a Scheduled event gives it one (kept,
+    though it ends after the last pod with one), a pod without GPUs never does."""
+    from datetime import date
+    from decimal import Decimal
+
+    import duckdb
+
+    from tests.engine.build import World, iso, t
+
+    w = World(tmp_path / "w")
+    w.node("n1", "pod1", t("09:50"), t("09:58"))
+    for day in range(3):
+        w.pod(f"job-{day}", "n1", t("10:00", day), t("10:05", day), t("11:00", day))
+    w.pod("late", "n1", t("12:00", 2), t("12:05", 2), t("13:00", 2))
+    for ev in w.watch:  # `late` has no PodScheduled condition: only its Scheduled event
+        if ev["object"]["metadata"]["name"] == "late":
+            conds = ev["object"]["status"]["conditions"]
+            conds[:] = [c for c in conds if c["type"] != "PodScheduled"]
+    w.events.append({"apiVersion": "v1", "kind": "Event",
+                     "metadata": {"uid": "ev-late", "name": "ev-late",
+                                  "creationTimestamp": iso(t("12:00", 2))},
+                     "involvedObject": {"kind": "Pod", "name": "late", "namespace": "ml",
+                                        "uid": "uid-late"},
+                     "reason": "Scheduled", "type": "Normal", "message": "assigned ml/late to n1",
+                     "firstTimestamp": iso(t("12:00", 2)), "lastTimestamp": iso(t("12:00", 2))})
+    w.pod("sidecar", "n1", t("13:00", 2), t("13:01", 2), t("14:00", 2), gpus=0)
+    w.compute("pod1", t("09:50"), t("12:00", day=3), Decimal("0.86"))
+    w.node("n2", "pod2", t("00:00"), t("00:01"))  # work every day: each day has its own activity
+    for day in range(4):
+        w.pod(f"j2-{day}", "n2", t("01:00", day), t("01:05", day), t("02:00", day))
+    w.compute("pod2", t("00:00"), t("12:00", day=3), Decimal("0.86"))
+    d = w.write()
+    full, win = tmp_path / "full.duckdb", tmp_path / "win.duckdb"
+    run(d, full)
+    run(d, win, day_from=date(2026, 6, 4), day_to=date(2026, 6, 4))
+    got = {}
+    for name, db in (("full", full), ("win", win)):
+        con = duckdb.connect(str(db), read_only=True)
+        got[name] = (
+            con.execute("select last_finished_at, workloads > 0 from "
+                        "intermediate.int_resource__session_context where resource_id = 'pod1'"
+                        ).fetchall(),
+            con.execute("select category, sum(seconds) from marts.billed_segments where "
+                        "resource_id = 'pod1' and day = '2026-06-04' group by all").fetchall(),
+            {r[0] for r in con.execute("select pod_name from intermediate.int_k8s__workloads "
+                                       "where node_name = 'n1'").fetchall()})
+        con.close()
+    assert got["full"][0] == [(t("13:00", 2), True)]  # the event made `late` the last workload
+    assert got["win"][0] == got["full"][0]
+    assert got["win"][1] == got["full"][1] == [("tail", 12 * 3600)]
+    assert got["full"][2] == {"job-0", "job-1", "job-2", "late", "sidecar"}
+    # before the window: the last pod with its own PodScheduled time, and what ends after it
+    assert got["win"][2] == {"job-2", "late"}
+
+
 def test_reports_refuse_days_a_window_run_did_not_build(daily, tmp_path):
     """After a window run the intermediate tables hold its scope only: a report, export or
     what-if for another day says so instead of showing partial numbers."""

@@ -1,5 +1,8 @@
 -- grain: one row per compute session, with what the classification needs: whether the resource
 -- maps to any Kubernetes node, when a node of it became Ready, and when its last workload ended.
+-- After a windowed run, `workloads` counts the session's workloads in the run's scope: before
+-- the window that is only the last of them (sql/scope/stg_k8s__pods.sql); whether it is 0 and
+-- last_finished_at are those of a full run.
 with sessions as (
     select * from intermediate.int_resource__compute_sessions
 ),
