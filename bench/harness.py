@@ -368,18 +368,17 @@ def settle() -> None:
 
 
 def copy_state(src: Path, dst: Path) -> None:
-    """Copy the history warehouse `src` to `dst` for one run, then let the kernel drop `src`'s
-    pages from the page cache: a daily run has one warehouse, but a run here would share the
-    ~21 GiB of page cache with two 8.6 GB copies of it. It did not remove the variance of the
-    runs with history (29.2-36.1 s against 23.1-23.6 s alone in the quiet sets;
-    bench/README.md, session 8)."""
+    """Copy the history warehouse `src` to `dst` for one run, and write the copy back.
+
+    Until session 10 this then dropped `src`'s pages from the page cache (`posix_fadvise
+    DONTNEED`), so that the run would not share it with two 8.6 GB copies. On this VM that
+    made the runs with history slower, not fairer: memory set free is slower to take again
+    than page cache to reclaim (a DAMON `pageout` scheme and free page reporting run here).
+    Day 4 on 30 days, the same state, 2 interleaved pairs: landing 15.3-18.3 s with the drop
+    against 13.7-13.8 s without (bench/README.md, session 10); the runs alone never had it.
+    That is most of the harness's "landing with history" excess of sessions 8 and 9."""
     shutil.copy(src, dst)
-    os.sync()  # (dirty pages are not dropped)
-    fd = os.open(src, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
+    os.sync()
 
 
 def spawn(spec: dict) -> dict:

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 INCREMENTAL = re.compile(
     r"^-- incremental: (?:key \((?P<key>[^)]*)\) order \((?P<order>.*)\)|(?P<append>append)"
     r"|recompute key \((?P<rkey>[^)]*)\) from (?P<src>[a-z0-9_]+))\s*$", re.MULTILINE)
-BOUNDS = re.compile(r"^-- bounds: key \((?P<key>[^)]*)\) span \((?P<col>[a-z0-9_]+)\)\s*$", re.MULTILINE)
+BOUNDS = re.compile(r"^-- bounds: key \((?P<key>[^)]*)\) span \((?P<col>[a-z0-9_]+)\)"
+                    r"(?: within \((?P<within>[a-z0-9_]+)\))?\s*$", re.MULTILINE)
 RAW_REF = re.compile(r"\braw\.([a-z0-9_]+)\b")
 META_DDL = [
     "create schema if not exists meta",
@@ -70,15 +71,21 @@ class Bounds:
     key, the least and greatest value of the span column of its rows, so that a reader after
     every row of some keys scans only the row groups of that span (plus rows whose span column
     is null, which DuckDB also finds by row-group statistics). Rows a merge replaces or a refold
-    deletes keep their bounds: a span only ever widens, so it never leaves a row out."""
+    deletes keep their bounds: a span only ever widens, so it never leaves a row out.
+
+    `… span (<column>) within (<source column>)` (a model refolded from another by the same
+    key): every row's span column lies within the span the source's rows of its key have in
+    the source column (e.g. `max(pulled_at) as last_seen_at`), so a refold finds the rows to
+    replace by the source's span it has already probed, not by a second probe of its own."""
     key: tuple[str, ...]
     col: str
+    within: str | None = None
 
 
 def bounds_of(sql: str) -> Bounds | None:
     m = BOUNDS.search(sql)
     return None if m is None else Bounds(tuple(c.strip() for c in m.group("key").split(",")),
-                                         m.group("col"))
+                                         m.group("col"), m.group("within"))
 
 
 def recomputed_sources(bodies) -> dict[str, tuple[str, ...]]:
@@ -351,14 +358,23 @@ class StagingState:
         spec = spec_of(sql)
         keys = f"_recon_keys_{spec.source}"
         on = lambda a, b: " and ".join(f"{a}.{k} is not distinct from {b}.{k}" for k in spec.key)
-        src_span = self._span(spec.source, spec.key, keys, "s")
+        probed: dict = {}
+        src_span = self._span(spec.source, spec.key, keys, "s", probed)
         body = re.sub(rf"\bstaging\.{spec.source}\b",
                       f"(select s.* from staging.{spec.source} s semi join {keys} k on {on('s', 'k')}"
                       f" where {src_span})", sql)
         con = self.con
         name = table.split(".")[-1]
         bounds = bounds_of(sql)
-        span = self._span(name, spec.key, keys, "t")
+        src_bounds = bounds_of(self.sql.get(spec.source, ""))
+        if (bounds is not None and bounds.within is not None and src_bounds is not None
+                and bounds.within == src_bounds.col and "lo" in probed):
+            # the rows to replace lie within the source's span for these keys (`within`); the
+            # table's own bounds are kept for its readers (sql/scope/)
+            self._ensure(name, sql, bounds=True)
+            span = self._span_predicate(name, bounds.col, probed["lo"], probed["hi"], "t")
+        else:
+            span = self._span(name, spec.key, keys, "t")
         con.execute(f"delete from {table} where rowid in (select t.rowid from {table} t "
                     f"semi join {keys} k on {on('t', 'k')} where {span})")
         if bounds is None:
@@ -369,10 +385,12 @@ class StagingState:
         con.execute(f"insert into meta.bounds__{name} {_bounds_select(bounds, '_recon_refold')}")
         con.execute("drop table _recon_refold")
 
-    def _span(self, model: str, key: tuple[str, ...], keys: str, alias: str) -> str:
+    def _span(self, model: str, key: tuple[str, ...], keys: str, alias: str,
+              probed: dict | None = None) -> str:
         """A predicate on `alias` true for every row of `model` whose key is in `keys`: the
         span meta.bounds__<model> gives those keys (rows whose span column is null included),
-        or `true` without bounds by that key. A model with bounds has a valid index after."""
+        or `true` without bounds by that key. A model with bounds has a valid index after.
+        `probed` gets the span's `lo` and `hi` (None: no row of those keys has one)."""
         sql = self.sql.get(model, "")
         bounds = bounds_of(sql)
         if bounds is None:
@@ -383,12 +401,18 @@ class StagingState:
         lo, hi = self.con.execute(
             f"select min(b.lo)::varchar, max(b.hi)::varchar from meta.bounds__{model} b semi join "
             f"(select hash({', '.join(key)}) as h from {keys}) k using (h)").fetchone()
-        col = f"{alias}.{bounds.col}"
+        if probed is not None:
+            probed.update(lo=lo, hi=hi)
+        return self._span_predicate(model, bounds.col, lo, hi, alias)
+
+    def _span_predicate(self, model: str, column: str, lo, hi, alias: str) -> str:
+        """`alias.column` within [lo, hi] (`false` when lo is None), or null."""
+        col = f"{alias}.{column}"
         inside = "false" if lo is None else f"{col} between '{lo}' and '{hi}'"
         # `or … is null` keeps DuckDB from skipping row groups by the span (it reads them all):
         # left out when no row has a null there, which row-group statistics answer cheaply
         if not self.con.execute(f"select count(*) from staging.{model} "
-                                f"where {bounds.col} is null").fetchone()[0]:
+                                f"where {column} is null").fetchone()[0]:
             return inside
         return f"({inside} or {col} is null)"
 

@@ -371,29 +371,21 @@ def test_warm_reads_the_given_files_only(tmp_path, monkeypatch):
     assert sorted(opened) == ["new.jsonl", "old.jsonl", "other.json"]
 
 
-def test_harness_copies_the_history_state_and_drops_the_source_from_the_page_cache(
-        tmp_path, monkeypatch):
-    """Each run's warehouse is a byte copy of the state; the state's own pages are then
-    dropped from the page cache (advised on the source, after the copy is written back)."""
+def test_harness_copies_the_history_state_and_leaves_the_page_cache_alone(tmp_path, monkeypatch):
+    """Each run's warehouse is a byte copy of the state, written back before the run; no page
+    of the state is dropped from the page cache (on this VM, memory set free is slower to take
+    again than cache to reclaim: the drop slowed the runs with history alone)."""
     import os
 
     h = _harness()
     src, dst = tmp_path / "state.duckdb", tmp_path / "dn-0.duckdb"
     src.write_bytes(os.urandom(1 << 16))
-    advised, calls = [], []
-    real = os.posix_fadvise
+    calls = []
     monkeypatch.setattr(h.os, "sync", lambda: calls.append("sync"))
-
-    def fadvise(fd, offset, length, advice):
-        advised.append((os.readlink(f"/proc/self/fd/{fd}"), offset, length, advice))
-        calls.append("fadvise")
-        return real(fd, offset, length, advice)
-
-    monkeypatch.setattr(h.os, "posix_fadvise", fadvise)
+    monkeypatch.setattr(h.os, "posix_fadvise", lambda *a: calls.append("fadvise"))
     h.copy_state(src, dst)
     assert dst.read_bytes() == src.read_bytes()
-    assert advised == [(str(src), 0, 0, os.POSIX_FADV_DONTNEED)]
-    assert calls == ["sync", "fadvise"]
+    assert calls == ["sync"]
 
 
 def test_staging_reads_each_field_like_the_arrow_operators(tmp_path):

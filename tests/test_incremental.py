@@ -84,10 +84,13 @@ def test_daily_runs_parse_only_new_files_and_equal_a_full_rebuild(daily, tmp_pat
     monkeypatch.setattr(inc.StagingState, "merge",
                         lambda self, table, sql: merged.append((table, tuple(self.new)))
                         or real_merge(self, table, sql))
-    spans = []
+    spans, probes = [], []
+    real_pred = inc.StagingState._span_predicate
+    monkeypatch.setattr(inc.StagingState, "_span_predicate", lambda self, model, *a: spans.append(
+        (model, real_pred(self, model, *a))) or spans[-1][1])
     real_span = inc.StagingState._span
-    monkeypatch.setattr(inc.StagingState, "_span", lambda self, model, *a: spans.append(
-        (model, real_span(self, model, *a))) or spans[-1][1])
+    monkeypatch.setattr(inc.StagingState, "_span", lambda self, model, *a: probes.append(model)
+                        or real_span(self, model, *a))
     for d in days[:3]:
         _add_day(root / "daily", d, land)
         run(land, db, day_from=d, day_to=d)
@@ -98,8 +101,12 @@ def test_daily_runs_parse_only_new_files_and_equal_a_full_rebuild(daily, tmp_pat
     by_model = {}
     for model, pred in spans:
         by_model.setdefault(model, []).append(pred)
-    assert by_model.pop("stg_k8s__pod_life") and set(by_model) == {
+    assert "stg_k8s__pod_life" in probes and set(by_model) == {
         "stg_k8s__pods", "stg_runpod__worker_snapshots", "stg_runpod__workers"}
+    # the workers' own rows are found within the snapshots' span already probed (`within
+    # (pulled_at)`): no probe of meta.bounds__stg_runpod__workers
+    assert "stg_runpod__worker_snapshots" in probes and "stg_runpod__workers" not in probes
+    assert any(" between " in p for p in by_model["stg_runpod__workers"])
     # (`false`: none of the keys has rows there yet, as the fixture's workers are new each day)
     for model, preds in by_model.items():
         assert all(p == "false" or (" between " in p and "is null" not in p) for p in preds), \

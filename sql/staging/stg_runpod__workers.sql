@@ -1,7 +1,7 @@
 -- grain: one row per serverless worker (endpoint_id, worker_id): when it was first seen started.
 -- Refolded only for the workers a run's new snapshots name.
 -- incremental: recompute key (endpoint_id, worker_id) from stg_runpod__worker_snapshots
--- bounds: key (endpoint_id, worker_id) span (last_seen_at)
+-- bounds: key (endpoint_id, worker_id) span (last_seen_at) within (pulled_at)
 with final as (
     select
         endpoint_id,
