@@ -386,6 +386,42 @@ def test_a_window_rerun_on_a_full_warehouse_changes_nothing(daily, tmp_path):
     _marts_equal(a, b)
 
 
+def test_a_window_rerun_keeps_a_worker_whose_first_job_ends_after_it(daily, tmp_path):
+    """A serverless worker no snapshot saw (no startedAt) whose one job was submitted late on
+    day 3 and completed after midnight: its session starts on day 3, at the submission
+    (int_serverless__worker_sessions), although it completed nothing that day. A run of day 3
+    (the job landed with it) must still read it (scope.window_workers), or day 3's serverless split
+    loses its cold start, execution and rounding."""
+    from datetime import date
+
+    import duckdb
+    import orjson
+
+    root, _ = daily
+    sim = tmp_path / "sim"
+    shutil.copytree(root / "sim", sim)
+    jobs = min(sim.rglob("*jobs*.jsonl"))
+    doc = orjson.loads(jobs.read_bytes().splitlines()[0])
+    job = {**doc, "id": "midnight-job", "workerId": "midnight-w", "delayTime": 1000,
+           "executionTime": 600000, "submittedAt": "2026-06-03T23:50:00.000Z",
+           "completedAt": "2026-06-04T00:10:00.000Z"}
+    (jobs.parent / "zz-midnight-jobs.jsonl").write_bytes(orjson.dumps(job) + b"\n")
+    a, b = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    run(sim, a)
+    con = duckdb.connect(str(a), read_only=True)
+    assert con.execute("select day::varchar, start_assumed from "
+                       "intermediate.int_serverless__worker_sessions where worker_id = 'midnight-w'"
+                       ).fetchall() == [("2026-06-03", True)]
+    con.close()
+    shutil.copy(a, b)
+    run(sim, b, day_from=date(2026, 6, 3), day_to=date(2026, 6, 3))
+    con = duckdb.connect(str(b), read_only=True)
+    assert con.execute("select count(*) from intermediate.int_serverless__worker_sessions "
+                       "where worker_id = 'midnight-w'").fetchone()[0] == 1
+    con.close()
+    _marts_equal(a, b)
+
+
 def test_a_session_older_than_the_window_keeps_its_history(tmp_path):
     """A node that finished its last task on day 1 and stays billed to day 4: day 4's seconds
     are `tail` (after the last task), which a window run only knows by reading the session
