@@ -422,6 +422,19 @@ def test_a_window_rerun_keeps_a_worker_whose_first_job_ends_after_it(daily, tmp_
     _marts_equal(a, b)
 
 
+def _busy_second_node(w) -> None:
+    """A second node (n2, Runpod pod pod2) with a task every day of four, billed throughout:
+    each day has its own activity, so that a window run of day 4 has history before it."""
+    from decimal import Decimal
+
+    from tests.engine.build import t
+
+    w.node("n2", "pod2", t("00:00"), t("00:01"))
+    for day in range(4):
+        w.pod(f"j2-{day}", "n2", t("01:00", day), t("01:05", day), t("02:00", day))
+    w.compute("pod2", t("00:00"), t("12:00", day=3), Decimal("0.86"))
+
+
 def test_a_session_older_than_the_window_keeps_its_history(tmp_path):
     """A node that finished its last task on day 1 and stays billed to day 4: day 4's seconds
     are `tail` (after the last task), which a window run only knows by reading the session
@@ -436,11 +449,7 @@ def test_a_session_older_than_the_window_keeps_its_history(tmp_path):
     w.node("n1", "pod1", t("09:50"), t("09:58"))
     w.pod("job-1", "n1", t("10:00"), t("10:05"), t("11:00"))
     w.compute("pod1", t("09:50"), t("12:00", day=3), Decimal("0.86"))
-    # a second node with work in every day, so that each day has its own activity
-    w.node("n2", "pod2", t("00:00"), t("00:01"))
-    for day in range(4):
-        w.pod(f"j2-{day}", "n2", t("01:00", day), t("01:05", day), t("02:00", day))
-    w.compute("pod2", t("00:00"), t("12:00", day=3), Decimal("0.86"))
+    _busy_second_node(w)
     d = w.write()
     full, win = tmp_path / "full.duckdb", tmp_path / "win.duckdb"
     run(d, full)
@@ -495,10 +504,7 @@ def test_a_window_reads_the_last_workload_of_an_island_not_its_history(tmp_path)
                      "firstTimestamp": iso(t("12:00", 2)), "lastTimestamp": iso(t("12:00", 2))})
     w.pod("sidecar", "n1", t("13:00", 2), t("13:01", 2), t("14:00", 2), gpus=0)
     w.compute("pod1", t("09:50"), t("12:00", day=3), Decimal("0.86"))
-    w.node("n2", "pod2", t("00:00"), t("00:01"))  # work every day: each day has its own activity
-    for day in range(4):
-        w.pod(f"j2-{day}", "n2", t("01:00", day), t("01:05", day), t("02:00", day))
-    w.compute("pod2", t("00:00"), t("12:00", day=3), Decimal("0.86"))
+    _busy_second_node(w)
     d = w.write()
     full, win = tmp_path / "full.duckdb", tmp_path / "win.duckdb"
     run(d, full)
