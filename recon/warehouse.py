@@ -23,8 +23,8 @@ import duckdb
 from .config import Config, is_config_file
 from .incremental import StagingState, create_deduped, next_rowid
 from .ingest.load import (
-    TABLES, FileResult, arrow_bad, arrow_rows, is_list_candidate, land_jsonl, land_list,
-    prepare_list, read_file, row_group_parts, sha256_of,
+    TABLES, TS_CHECKED, FileResult, arrow_bad, arrow_rows, is_list_candidate, land_jsonl,
+    land_list, prepare_list, read_file, row_group_parts, sha256_of, ts_ok_sql,
 )
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,10 @@ RAW_DDL = [
     "create schema if not exists raw",
     "create schema if not exists config",
     *[f"create table if not exists raw.{t} (source_file varchar, record_no bigint, locator varchar, "
-      + "".join(f"{c} varchar, " for c in cols) + "doc json)" for t, cols in TABLES.items()],
+      + "".join(f"{c} varchar, " for c in cols) + "doc json"
+      + (", ts_ok boolean" if t in TS_CHECKED else "") + ")" for t, cols in TABLES.items()],
+    # a warehouse made before ts_ok: its rows have none (NULL), and staging checks them
+    *[f"alter table raw.{t} add column if not exists ts_ok boolean" for t in TS_CHECKED],
     """create table if not exists raw.quarantine (source_file varchar, record_no bigint,
         locator varchar, reason varchar, record varchar)""",
     """create table if not exists raw.files (source_file varchar primary key, kind varchar,
@@ -227,12 +230,13 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
 
 def _insert_rows(con, table: str, tbl) -> None:
     """Insert the Arrow rows `tbl` into raw.<table>, in `row_group_parts` (a checkpoint does not
-    have to rewrite row groups to merge them)."""
+    have to rewrite row groups to merge them), with the same `ts_ok` as the DuckDB paths."""
+    ts = f", {ts_ok_sql(TS_CHECKED[table], 'json(doc)')} as ts_ok" if table in TS_CHECKED else ""
     for a, b in row_group_parts(tbl.num_rows):
         con.register("_recon_rows", tbl.slice(a, b - a))
         try:
             con.execute(f"insert into raw.{table} by name "
-                        f"select * replace (json(doc) as doc) from _recon_rows")
+                        f"select * replace (json(doc) as doc){ts} from _recon_rows")
         finally:
             con.unregister("_recon_rows")
 

@@ -415,7 +415,9 @@ def test_staging_reads_each_field_like_the_arrow_operators(tmp_path):
             if rng.random() < 0.2:
                 j[key] = rng.choice(ODD_VALUES + ["2026-06-01T10:01:00Z", "12"])
         jobs.append(("f", i, "l", json.dumps(j)))
-    con.executemany("insert into raw.k8s_objects values (?, ?, ?, ?, ?, ?, ?, ?, ?, json(?))",
+    con.executemany("insert into raw.k8s_objects (source_file, record_no, locator, cluster, "
+                    "event_type, kind, uid, resource_version, seen_at, doc) "
+                    "values (?, ?, ?, ?, ?, ?, ?, ?, ?, json(?))",
                     pods)
     con.executemany("insert into raw.serverless_jobs (source_file, record_no, locator, doc) "
                     "values (?, ?, ?, json(?))", jobs)

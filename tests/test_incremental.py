@@ -610,7 +610,9 @@ def test_dedupe_keeps_what_ranking_every_row_keeps(tmp_path):
                "endpointId": rng.choice(["ep1", "ep2", None]), "workerId": f"w{i}",
                "completedAt": "2026-06-01T10:01:00Z", "executionTime": i}
         jobs.append((f"f{rng.randrange(5)}", i, "l", json.dumps(job)))
-    con.executemany("insert into raw.k8s_objects values (?, ?, ?, ?, ?, ?, ?, ?, ?, json(?))",
+    con.executemany("insert into raw.k8s_objects (source_file, record_no, locator, cluster, "
+                    "event_type, kind, uid, resource_version, seen_at, doc) "
+                    "values (?, ?, ?, ?, ?, ?, ?, ?, ?, json(?))",
                     pods + events)
     con.executemany("insert into raw.serverless_jobs (source_file, record_no, locator, doc) "
                     "values (?, ?, ?, json(?))", jobs)

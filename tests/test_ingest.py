@@ -218,3 +218,67 @@ def test_kubectl_concatenated_watch_output(folder, tmp_path):
     (folder / "watch.json").write_text("\n".join(json.dumps(d, indent=4) for d in docs) + "\n")
     res = run(folder, tmp_path / "db.duckdb")
     assert res.files[0].kind == "concatenated_json" and res.loaded == 2
+
+
+def test_landing_records_the_timestamp_verdict_staging_would_reach_on_every_path(
+        folder, tmp_path, monkeypatch):
+    """raw.*.ts_ok (a Pod's creationTimestamp, a job's completedAt cast to TIMESTAMPTZ) is what
+    staging's quarantine would conclude, whichever reader landed the row; the quarantine parses
+    only the rows where it is not true, and still finds every bad one when it is NULL (rows
+    landed before the column existed)."""
+    from recon.ingest import lists
+    from recon.pipeline import build
+    from recon.warehouse import RAW_DDL
+
+    monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)  # the List below takes the DuckDB path
+    odd = ["yesterday", 1780000000, None, {"at": "2026-06-01T10:00:00Z"}, "2026-06-01 10:00:00",
+           "2026-06-01T10:00:00.123456789+05:30", "2026-02-30T00:00:00Z"]
+    write_jsonl(folder / "watch.jsonl",  # DuckDB's JSON Lines path ...
+                [{"type": "ADDED", "object": pod(f"w{i}", "1", created=c)} for i, c in enumerate(odd)]
+                # ... and a line it leaves to the Python reader (the word BOOKMARK anywhere)
+                + [{"type": "ADDED", "object": {**pod("wn", "1", created="later"),
+                                                "x": "BOOKMARK"}}])
+    (folder / "list.json").write_text(json.dumps(  # the DuckDB List path
+        {"kind": "PodList", "apiVersion": "v1", "metadata": {},
+         "items": [pod(f"l{i}", "1", created=c) for i, c in enumerate(odd)]}))
+    job = {"id": "j", "status": "COMPLETED", "endpointId": "ep", "workerId": "w",
+           "executionTime": 1000, "submittedAt": "2026-06-01T10:00:00Z"}
+    write_jsonl(folder / "jobs.jsonl", [{**job, "id": f"j{i}", "completedAt": c}
+                                        for i, c in enumerate(odd) if c is not None])
+    (folder / "one-job.json").write_text(json.dumps(  # a single document: the Python reader
+        {**job, "id": "jp", "completedAt": "soon"}))
+    res = run(folder, tmp_path / "db.duckdb")
+    assert res.records_in == res.loaded + res.quarantined + res.skipped
+    con = connect(tmp_path / "db.duckdb")
+    verdicts = {}
+    for table, path in (("k8s_objects", "$.metadata.creationTimestamp"),
+                        ("serverless_jobs", "$.completedAt")):
+        rows = con.execute(f"select source_file, locator, ts_ok, try_cast(doc ->> '{path}' "
+                           f"as timestamptz) is not null from raw.{table}").fetchall()
+        assert rows and all(r[2] is not None and r[2] == r[3] for r in rows), rows
+        verdicts[table] = {(f.rsplit("/", 1)[1], loc): ok for f, loc, ok, _ in rows}
+    assert verdicts["k8s_objects"][("watch.jsonl", "line 8")] is False  # the Python path's
+    # (a one-document file's record was stored as "line 1 ", with a trailing blank: fixed)
+    assert verdicts["serverless_jobs"][("one-job.json", "line 1")] is False
+    bad = {("watch.jsonl", "line 8"), ("one-job.json", "line 1")} | {
+        (f, loc) for t in verdicts.values() for (f, loc), ok in t.items() if not ok}
+    assert len(bad) >= 12 and any(ok for t in verdicts.values() for ok in t.values())
+
+    def quarantined():
+        return {(f.rsplit("/", 1)[1], loc): reason for f, loc, reason in con.execute(
+            "select source_file, locator, reason from staging.quarantine").fetchall()}
+
+    landed = quarantined()
+    assert set(landed) == bad
+    assert landed[("watch.jsonl", "line 1")] == "Pod metadata.creationTimestamp is not a timestamp: yesterday"
+    assert landed[("one-job.json", "line 1")] == "job completedAt is not a timestamp: soon"
+    # a warehouse landed before ts_ok: the column comes back NULL, and a rebuild still finds them
+    for table in ("k8s_objects", "serverless_jobs"):
+        con.execute(f"alter table raw.{table} drop column ts_ok")
+    for stmt in RAW_DDL:
+        con.execute(stmt)
+    assert con.execute("select count(*) from raw.serverless_jobs where ts_ok is not null"
+                       ).fetchone()[0] == 0
+    con.execute("delete from meta.staged_models")  # every model rebuilt in full
+    build(con)
+    assert quarantined() == landed

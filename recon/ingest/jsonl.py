@@ -86,6 +86,10 @@ def _str(x: str) -> str:  # the string's value, unescaped
     return f"json_extract_string({x}, '$')"
 
 
+def _ts_ok(x: str) -> str:  # raw.*.ts_ok of the extracted value (reader.ts_ok_sql's cast)
+    return f"(try_cast({_str(x)} as timestamptz) is not null)"
+
+
 def _amount(x: str) -> str:  # check_amounts: absent, null, or a finite number below 1e12
     return f"({x} is null or {x} = 'null' or abs(try_cast({x}::varchar as double)) < 1e12)"
 
@@ -135,9 +139,11 @@ def _modes(cluster: str) -> dict[str, _Mode]:
     watch = _Mode(
         "k8s_objects",
         # 1 type, 2 object, 3 cluster, 4 seenAt, 5 kind, 6 x_recon, 7 object.kind,
-        # 8 object.metadata.uid (present: metadata is an object), 9 object.metadata.resourceVersion
+        # 8 object.metadata.uid (present: metadata is an object), 9 object.metadata.resourceVersion,
+        # 10 object.metadata.creationTimestamp (ts_ok)
         ["$.type", "$.object", "$.cluster", "$.seenAt", "$.kind", "$.x_recon", "$.object.kind",
-         "$.object.metadata.uid", "$.object.metadata.resourceVersion"],
+         "$.object.metadata.uid", "$.object.metadata.resourceVersion",
+         "$.object.metadata.creationTimestamp"],
         f"v is not null and {v[5]} is null and {v[6]} is null "
         f"and {v[1]} in ('\"ADDED\"', '\"MODIFIED\"', '\"DELETED\"') "
         f"and starts_with({v[2]}, '{{') and {_nonempty(v[7])} and {_nonempty(v[8])} "
@@ -145,7 +151,8 @@ def _modes(cluster: str) -> dict[str, _Mode]:
         f"case when {_nonempty(v[3])} then {_str(v[3])} else '{_q(cluster)}' end as cluster, "
         f"replace({v[1]}, '\"', '') as event_type, {_str(v[7])} as kind, {_str(v[8])} as uid, "
         f"case when starts_with({v[9]}, '\"') then {_str(v[9])} else '' end as resource_version, "
-        f"case when starts_with({v[4]}, '\"') then {_str(v[4])} end as seen_at, {v[2]} as doc",
+        f"case when starts_with({v[4]}, '\"') then {_str(v[4])} end as seen_at, {v[2]} as doc, "
+        f"{_ts_ok(v[10])} as ts_ok",
         python_first="contains(line, 'BOOKMARK')")
     # the keys whose presence makes doc_kind() answer something else than a job
     not_job = ["$.kind", "$.x_recon", "$.type", "$.object", "$.items", "$.records", "$.workers",
@@ -160,7 +167,7 @@ def _modes(cluster: str) -> dict[str, _Mode]:
         + " and ".join(f"{v[i]} is not null and {v[i]} not in ('null', '\"\"')" for i in (2, 3, 4))
         + f" and ({v[5]} is not null or {v[6]} is not null) "
         f"and {_amount(v[5])} and {_amount(v[6])}",
-        f"{v[1]} as doc")
+        f"{v[1]} as doc, {_ts_ok(v[4])} as ts_ok")
     not_workers = ["$.kind", "$.type", "$.object", "$.items", "$.records"]
     workers = _Mode(
         "runpod_inventory",
@@ -255,9 +262,10 @@ def _index(buf: bytearray, cut: int, final: bool, no0: int, ends=None) -> _Chunk
     return c
 
 
-def lines_table(data, offsets, line_no) -> pa.Table:
+def lines_table(data, offsets, line_no, split: bool = False) -> pa.Table:
     """Arrow `line_no, line` over `data` (zero-copy): line k is data[offsets[k]:offsets[k+1]],
-    numbered line_no[k]. (pa.array/pa.table would import pandas: 0.2 s for nothing.)"""
+    numbered line_no[k]; `split`: in several batches however many lines (see below).
+    (pa.array/pa.table would import pandas: 0.2 s for nothing.)"""
     import numpy as np
 
     n = len(line_no)
@@ -269,8 +277,11 @@ def lines_table(data, offsets, line_no) -> pa.Table:
     # A chunk of few, big lines (35k two-kilobyte pod versions) as one Arrow batch is parsed
     # by one thread; as several batches (zero-copy slices) by both cores: the 500-node day's
     # pod watch files land 1.4x faster. A chunk of many short lines (jobs, workers snapshots)
-    # DuckDB already splits, and slicing it costs more (measured).
-    return whole if n >= SPLIT_BELOW else pa.Table.from_batches(
+    # DuckDB already splits, and slicing it costs more (measured). A big List's items
+    # (Kubernetes objects: the target day's 64 MiB chunks of events.json hold 85k of ~790
+    # bytes) are split however many: they land in 0.60 s instead of 0.83 s, at the same CPU
+    # (session 11; the jobs and workers files, ~240 and ~560 bytes a line, land slower split).
+    return whole if n >= SPLIT_BELOW and not split else pa.Table.from_batches(
         whole.to_batches(max_chunksize=max(MIN_BATCH_ROWS, -(-n // BATCHES))))
 
 

@@ -15,6 +15,7 @@ from .jsonl import (
     _nonempty,
     _q,
     _str,
+    _ts_ok,
     row_group_parts,
 )
 from .list_scan import ListLayout, scan_list
@@ -89,7 +90,8 @@ def prepare_list(path: Path) -> ListLayout | None:
 def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | None:
     cluster = _cluster_of(display, None)
     res = FileResult(path=display, kind="k8s_list", sha256=layout.sha256)
-    v = "try(json_extract(line, ['$', '$.kind', '$.metadata.uid', '$.metadata.resourceVersion']))"
+    v = ("try(json_extract(line, ['$', '$.kind', '$.metadata.uid', '$.metadata.resourceVersion', "
+         "'$.metadata.creationTimestamp']))")
     parsed = (f"with p as materialized (select line_no, {v} as v from _recon_chunk "
               f"where not ({LENIENT_SQL})), "
               "f as (select line_no, v from p where v is not null and starts_with(v[1], '{') "
@@ -100,7 +102,7 @@ def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | N
               f"'items[' || line_no || ']' as locator, '{_q(cluster)}' as cluster, "
               f"'LISTED' as event_type, {_str('v[2]')} as kind, {_str('v[3]')} as uid, "
               f"case when starts_with(v[4], '\"') then {_str('v[4]')} else '' end "
-              f"as resource_version, null as seen_at, v[1] as doc from f")
+              f"as resource_version, null as seen_at, v[1] as doc, {_ts_ok('v[5]')} as ts_ok from f")
     rest = (f"{parsed}select line_no, line from _recon_chunk anti join f using (line_no) "
             f"order by line_no")
     n = 0
@@ -161,5 +163,6 @@ def _item_chunks(f, items):
         if len(gaps) and gaps.sum():
             at = np.repeat(e[:-1] - np.cumsum(gaps) + gaps, gaps) + np.arange(int(gaps.sum()))
             arr[at] = 32
-        yield jsonl.lines_table(view, np.append(s, size), np.arange(a, b, dtype=np.int64))
+        yield jsonl.lines_table(view, np.append(s, size), np.arange(a, b, dtype=np.int64),
+                                split=True)
         a = b

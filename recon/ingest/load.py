@@ -26,9 +26,11 @@ from .reader import (  # noqa: F401
     AMOUNT_KEYS,
     COMMON,
     TABLES,
+    TS_CHECKED,
     FileResult,
     arrow_bad,
     arrow_rows,
     read_file,
     sha256_of,
+    ts_ok_sql,
 )

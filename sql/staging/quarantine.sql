@@ -5,7 +5,10 @@ with pods as (
     select source_file, record_no, locator, 'Pod metadata.creationTimestamp is not a timestamp: '
            || coalesce(doc ->> '$.metadata.creationTimestamp', 'null') as reason, doc::varchar as record
     from raw.k8s_objects
-    where kind = 'Pod' and try_cast(doc ->> '$.metadata.creationTimestamp' as timestamptz) is null
+    -- ts_ok: landing's verdict on this very cast (recon/ingest/reader.py TS_CHECKED); only rows
+    -- where it is not true are parsed (NULL: landed before it existed)
+    where kind = 'Pod' and ts_ok is not true
+      and try_cast(doc ->> '$.metadata.creationTimestamp' as timestamptz) is null
 ),
 
 billing as (
@@ -23,7 +26,7 @@ jobs as (
     select source_file, record_no, locator, 'job completedAt is not a timestamp: '
            || coalesce(doc ->> '$.completedAt', 'null') as reason, doc::varchar as record
     from raw.serverless_jobs
-    where try_cast(doc ->> '$.completedAt' as timestamptz) is null
+    where ts_ok is not true and try_cast(doc ->> '$.completedAt' as timestamptz) is null
 ),
 
 focus as (
