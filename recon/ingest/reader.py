@@ -55,6 +55,8 @@ TS_CHECKED = {"k8s_objects": "$.metadata.creationTimestamp", "serverless_jobs": 
 def ts_ok_sql(path: str, doc: str) -> str:
     """SQL of `ts_ok` for the JSON `doc` (quarantine.sql's own cast of the same value)."""
     return f"(try_cast({doc} ->> '{path}' as timestamptz) is not null)"
+
+
 AMOUNT_KEYS = ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount", "feeAmount", "amount",
                "standardAmount", "highPerformanceAmount", "timeBilledMs")
 CLUSTER_RE = re.compile(r"cluster=([^/\\]+)")
