@@ -435,6 +435,19 @@ def _busy_second_node(w) -> None:
     w.compute("pod2", t("00:00"), t("12:00", day=3), Decimal("0.86"))
 
 
+def _full_and_day4_runs(w, tmp_path):
+    """Add `_busy_second_node`, write the world, and run it whole and as a day-4 window:
+    the two warehouses' paths (full, win)."""
+    from datetime import date
+
+    _busy_second_node(w)
+    d = w.write()
+    full, win = tmp_path / "full.duckdb", tmp_path / "win.duckdb"
+    run(d, full)
+    run(d, win, day_from=date(2026, 6, 4), day_to=date(2026, 6, 4))
+    return full, win
+
+
 def test_a_session_older_than_the_window_keeps_its_history(tmp_path):
     """A node that finished its last task on day 1 and stays billed to day 4: day 4's seconds
     are `tail` (after the last task), which a window run only knows by reading the session
@@ -449,13 +462,7 @@ def test_a_session_older_than_the_window_keeps_its_history(tmp_path):
     w.node("n1", "pod1", t("09:50"), t("09:58"))
     w.pod("job-1", "n1", t("10:00"), t("10:05"), t("11:00"))
     w.compute("pod1", t("09:50"), t("12:00", day=3), Decimal("0.86"))
-    _busy_second_node(w)
-    d = w.write()
-    full, win = tmp_path / "full.duckdb", tmp_path / "win.duckdb"
-    run(d, full)
-    from datetime import date
-
-    run(d, win, day_from=date(2026, 6, 4), day_to=date(2026, 6, 4))
+    full, win = _full_and_day4_runs(w, tmp_path)
     con = duckdb.connect(str(win), read_only=True)
     cats = dict(con.execute("select category, sum(seconds) from marts.billed_segments "
                             "where resource_id = 'pod1' and day = '2026-06-04' group by all").fetchall())
@@ -479,7 +486,6 @@ def test_a_window_reads_the_last_workload_of_an_island_not_its_history(tmp_path)
     run read weeks of its pods. The last one is a workload of int_resource__workloads: a GPU
     pod without its own PodScheduled time counts when a Scheduled event gives it one (kept,
     though it ends after the last pod with one), a pod without GPUs never does."""
-    from datetime import date
     from decimal import Decimal
 
     import duckdb
@@ -504,11 +510,7 @@ def test_a_window_reads_the_last_workload_of_an_island_not_its_history(tmp_path)
                      "firstTimestamp": iso(t("12:00", 2)), "lastTimestamp": iso(t("12:00", 2))})
     w.pod("sidecar", "n1", t("13:00", 2), t("13:01", 2), t("14:00", 2), gpus=0)
     w.compute("pod1", t("09:50"), t("12:00", day=3), Decimal("0.86"))
-    _busy_second_node(w)
-    d = w.write()
-    full, win = tmp_path / "full.duckdb", tmp_path / "win.duckdb"
-    run(d, full)
-    run(d, win, day_from=date(2026, 6, 4), day_to=date(2026, 6, 4))
+    full, win = _full_and_day4_runs(w, tmp_path)
     got = {}
     for name, db in (("full", full), ("win", win)):
         con = duckdb.connect(str(db), read_only=True)

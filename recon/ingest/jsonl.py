@@ -15,7 +15,7 @@ import orjson
 import pyarrow as pa
 
 from .classify import doc_kind
-from .reader import FileResult, _cluster_of, _jsonl_line
+from .reader import FileResult, _cluster_of, _jsonl_line, ts_ok_sql
 
 # ------------------------------------------------------------------ fast path: JSON Lines in DuckDB
 #
@@ -86,10 +86,6 @@ def _str(x: str) -> str:  # the string's value, unescaped
     return f"json_extract_string({x}, '$')"
 
 
-def _ts_ok(x: str) -> str:  # raw.*.ts_ok of the extracted value (reader.ts_ok_sql's cast)
-    return f"(try_cast({_str(x)} as timestamptz) is not null)"
-
-
 def _amount(x: str) -> str:  # check_amounts: absent, null, or a finite number below 1e12
     return f"({x} is null or {x} = 'null' or abs(try_cast({x}::varchar as double)) < 1e12)"
 
@@ -152,7 +148,7 @@ def _modes(cluster: str) -> dict[str, _Mode]:
         f"replace({v[1]}, '\"', '') as event_type, {_str(v[7])} as kind, {_str(v[8])} as uid, "
         f"case when starts_with({v[9]}, '\"') then {_str(v[9])} else '' end as resource_version, "
         f"case when starts_with({v[4]}, '\"') then {_str(v[4])} end as seen_at, {v[2]} as doc, "
-        f"{_ts_ok(v[10])} as ts_ok",
+        f"{ts_ok_sql('$', v[10])} as ts_ok",
         python_first="contains(line, 'BOOKMARK')")
     # the keys whose presence makes doc_kind() answer something else than a job
     not_job = ["$.kind", "$.x_recon", "$.type", "$.object", "$.items", "$.records", "$.workers",
@@ -167,7 +163,7 @@ def _modes(cluster: str) -> dict[str, _Mode]:
         + " and ".join(f"{v[i]} is not null and {v[i]} not in ('null', '\"\"')" for i in (2, 3, 4))
         + f" and ({v[5]} is not null or {v[6]} is not null) "
         f"and {_amount(v[5])} and {_amount(v[6])}",
-        f"{v[1]} as doc, {_ts_ok(v[4])} as ts_ok")
+        f"{v[1]} as doc, {ts_ok_sql('$', v[4])} as ts_ok")
     not_workers = ["$.kind", "$.type", "$.object", "$.items", "$.records"]
     workers = _Mode(
         "runpod_inventory",

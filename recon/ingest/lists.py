@@ -15,11 +15,10 @@ from .jsonl import (
     _nonempty,
     _q,
     _str,
-    _ts_ok,
     row_group_parts,
 )
 from .list_scan import ListLayout, scan_list
-from .reader import FileResult, _cluster_of, _guard, _k8s
+from .reader import FileResult, _cluster_of, _guard, _k8s, ts_ok_sql
 
 # ------------------------------------------------------------------ fast path: big Kubernetes lists
 #
@@ -102,7 +101,8 @@ def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | N
               f"'items[' || line_no || ']' as locator, '{_q(cluster)}' as cluster, "
               f"'LISTED' as event_type, {_str('v[2]')} as kind, {_str('v[3]')} as uid, "
               f"case when starts_with(v[4], '\"') then {_str('v[4]')} else '' end "
-              f"as resource_version, null as seen_at, v[1] as doc, {_ts_ok('v[5]')} as ts_ok from f")
+              f"as resource_version, null as seen_at, v[1] as doc, "
+              f"{ts_ok_sql('$', 'v[5]')} as ts_ok from f")
     rest = (f"{parsed}select line_no, line from _recon_chunk anti join f using (line_no) "
             f"order by line_no")
     n = 0

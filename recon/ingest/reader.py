@@ -53,7 +53,8 @@ TS_CHECKED = {"k8s_objects": "$.metadata.creationTimestamp", "serverless_jobs": 
 
 
 def ts_ok_sql(path: str, doc: str) -> str:
-    """SQL of `ts_ok` for the JSON `doc` (quarantine.sql's own cast of the same value)."""
+    """SQL of `ts_ok` for the JSON `doc` (quarantine.sql's own cast of the same value); the
+    DuckDB paths pass an extracted value as `doc` and `$` as `path`."""
     return f"(try_cast({doc} ->> '{path}' as timestamptz) is not null)"
 
 
