@@ -236,10 +236,10 @@ def test_a_file_failing_after_chunks_have_landed_is_quarantined_like_the_python_
 
 @pytest.mark.parametrize("buffers", [1, 2])
 def test_fast_path_records_each_files_sha256_of_its_bytes(tmp_path, monkeypatch, buffers):
-    """The fast path hashes the bytes as its reader thread reads them (ahead of DuckDB's parse
-    with two buffers), carrying partial lines between chunks: the digest kept in raw.files is
-    still that of the file's bytes, in order (a plain file over many chunks, with a cut last
-    line; a gzip file: its compressed bytes)."""
+    """The fast path hashes each chunk in a thread while DuckDB parses it, carrying partial
+    lines between chunks: the digest kept in raw.files is still that of the file's bytes, in
+    order (a plain file over many chunks, with a cut last line; a gzip file: its compressed
+    bytes)."""
     import gzip
     import hashlib
 
@@ -455,23 +455,27 @@ def test_staging_reads_each_field_like_the_arrow_operators(tmp_path):
 def test_the_chunk_reader_thread_stops_with_its_consumer_and_reports_errors(tmp_path, monkeypatch,
                                                                             buffers):
     """_chunks reads in a thread (ahead, with two buffers): a consumer that stops early (an
-    error while landing) ends the thread, and a read error in the thread reaches the consumer."""
+    error while landing) ends the thread and the hashing one, and a read error in the thread
+    reaches the consumer."""
     import gzip
+    import hashlib
     import threading
 
     monkeypatch.setattr(jsonl_mod, "FAST_CHUNK", 4096)
     monkeypatch.setattr(jsonl_mod, "BUFFERS", buffers)
     text = "".join(json.dumps({"n": i, "pad": "x" * 50}) + "\n" for i in range(2000)).encode()
     (tmp_path / "a.jsonl").write_bytes(text)
-    gen = jsonl_mod._chunks(tmp_path / "a.jsonl")
+    gen = jsonl_mod._chunks(tmp_path / "a.jsonl", hashlib.sha256())
     first = next(gen)
     assert first.n > 0 and bytes(first.data).count(b"\n") == first.n
     assert any(t.name.startswith("recon-read") for t in threading.enumerate())
     gen.close()
-    assert not any(t.name.startswith("recon-read") for t in threading.enumerate())
-    # every line once, in order, across chunks
-    got = b"".join(bytes(c.data) for c in jsonl_mod._chunks(tmp_path / "a.jsonl"))
-    assert got == text
+    assert not any(t.name.startswith(("recon-read", "recon-hash"))
+                   for t in threading.enumerate())
+    # every line once, in order, across chunks; the hash thread got them all, in order
+    hasher = hashlib.sha256()
+    got = b"".join(bytes(c.data) for c in jsonl_mod._chunks(tmp_path / "a.jsonl", hasher))
+    assert got == text and hasher.hexdigest() == hashlib.sha256(text).hexdigest()
     # a chunk of at least ROW_GROUP lines is cut after a whole number of row groups of lines
     # (4096-byte chunks hold ~50 of these lines); the rest starts the next chunk
     monkeypatch.setattr(jsonl_mod, "ROW_GROUP", 16)

