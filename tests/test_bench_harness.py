@@ -488,3 +488,15 @@ def test_the_chunk_reader_thread_stops_with_its_consumer_and_reports_errors(tmp_
         for _ in jsonl_mod._chunks(tmp_path / "cut.jsonl.gz"):
             pass
     assert not any(t.name.startswith("recon-read") for t in threading.enumerate())
+
+
+def test_line_ends_are_found_across_scan_blocks(monkeypatch):
+    """_line_ends scans a chunk a block at a time: newlines on either side of a block's edge,
+    at its first and last byte, and none at all, give the offsets a whole scan gives."""
+    monkeypatch.setattr(jsonl_mod, "_SCAN_BLOCK", 7)
+    rng = random.Random(3)
+    for _ in range(300):
+        data = bytes(rng.choice(b"ab\n") for _ in range(rng.randrange(0, 60)))
+        assert jsonl_mod._line_ends(data).tolist() == [
+            i + 1 for i, c in enumerate(data) if c == 10]
+    assert jsonl_mod._line_ends(b"\n" * 14).tolist() == list(range(1, 15))

@@ -85,6 +85,58 @@ def test_big_lists_are_parsed_ahead_in_a_thread_and_results_keep_file_order(
                        "where event_type = 'LISTED'").fetchone() == (50, 50)
 
 
+def test_a_big_document_that_is_no_list_is_read_by_the_python_reader_in_the_list_thread(
+        tmp_path, monkeypatch):
+    """A List candidate that prepare_list turns down (a day's serverless billing: one document
+    of records) is read by read_file in the List thread, while the main thread lands the other
+    files: the same rows, quarantine and accounting as read_file on the main thread."""
+    import json
+    import threading
+
+    from recon import warehouse
+    from recon.ingest import lists
+
+    folder = _list_folder(tmp_path)
+    records = [{"endpointId": "ep1", "startTime": f"2026-11-01T{h:02d}:00:00Z",
+                "endTime": f"2026-11-01T{h:02d}:59:59Z", "amount": h / 4} for h in range(24)]
+    records[5]["amount"] = True  # quarantined, with its reason
+    (folder / "c-billing.json").write_text(json.dumps(
+        {"records": records, "metadata": {}, "x_recon": {"endpoint": "/billing/endpoints"}}))
+    monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)
+    threads = []
+    real = warehouse.read_file
+
+    def spy(path, display):
+        threads.append((path.name, threading.current_thread().name))
+        return real(path, display)
+
+    monkeypatch.setattr(warehouse, "read_file", spy)
+
+    def landed(con):
+        return (con.execute("select locator, doc from raw.runpod_billing order by record_no"
+                            ).fetchall(),
+                con.execute("select locator, reason from raw.quarantine").fetchall(),
+                con.execute("select kind, records_in, records_loaded, records_quarantined "
+                            "from raw.files where source_file like '%c-billing.json'").fetchall())
+
+    con = warehouse.connect(tmp_path / "w.duckdb")
+    results = warehouse.load_folder(con, tmp_path / "in")
+    assert [r.path.rsplit("/", 1)[1] for r in results] == [
+        "a-events.json", "b-watch.jsonl", "c-billing.json"]
+    assert [n for n, t in threads if t.startswith("recon-list")] == ["c-billing.json"]
+    ahead = landed(con)
+    assert len(ahead[0]) == 23 and ahead[1] == [("records[5]", "amount is not a number: 'True'")]
+    assert ahead[2] == [("runpod_billing", 24, 23, 1)]
+    con.close()
+    monkeypatch.setattr(warehouse, "is_list_candidate", lambda p: False)  # no List thread
+    threads.clear()
+    con = warehouse.connect(tmp_path / "main.duckdb")
+    warehouse.load_folder(con, tmp_path / "in")
+    assert ("c-billing.json", threading.current_thread().name) in threads
+    assert landed(con) == ahead
+    con.close()
+
+
 def test_a_list_whose_ahead_parse_fails_is_quarantined_and_the_rest_lands(tmp_path, monkeypatch):
     from recon import warehouse
     from recon.ingest import lists

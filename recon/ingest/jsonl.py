@@ -226,11 +226,19 @@ class _Chunk:
     __slots__ = ("buf", "data", "ends", "final", "n", "starts", "table", "trailing")
 
 
+_SCAN_BLOCK = 1 << 20
+
+
 def _line_ends(data):
-    """Offsets just past each newline of `data` (a NumPy array)."""
+    """Offsets just past each newline of `data` (a NumPy array). A MiB at a time: the compare's
+    mask stays in cache instead of a fresh 64 MiB array per chunk (13.5 against 19.6-30 ms for
+    a 64 MiB chunk here; the chunk's parse waits for it)."""
     import numpy as np
 
-    return np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1
+    arr = np.frombuffer(data, dtype=np.uint8)
+    parts = [np.flatnonzero(arr[i:i + _SCAN_BLOCK] == 10) + (i + 1)
+             for i in range(0, len(arr), _SCAN_BLOCK)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.intp)
 
 
 def _index(buf: bytearray, cut: int, final: bool, no0: int, ends=None) -> _Chunk:

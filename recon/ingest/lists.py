@@ -62,10 +62,10 @@ def is_candidate(path: Path) -> bool:
 def land_list(con, path: Path, display: str, prepared=None) -> FileResult | None:
     """Land a big Kubernetes List file through DuckDB; None: use read_file instead.
 
-    `prepared`: a concurrent.futures.Future of `prepare_list(path)` started earlier (its
-    result, or its exception, is taken here); without it the file is prepared now.
+    `prepared`: the ListLayout of `prepare_list(path)` made earlier (in a thread, while other
+    files landed); without it the file is prepared now.
     """
-    layout = prepared.result() if prepared is not None else prepare_list(path)
+    layout = prepared if prepared is not None else prepare_list(path)
     if layout is None:
         return None
     return _insert(con, path, display, layout)
