@@ -311,10 +311,10 @@ def row_group_parts(n: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in ((0, rest), (rest, n)) if b > a]
 
 
-# Reading buffers (RECON_READ_BUFFERS). 2 = read ahead: a thread reads, hashes and indexes the
-# next chunk while DuckDB parses this one: the target day lands ~0.5-0.8 s faster (~1.5 s before
-# big Lists were parsed ahead) and peaks ~300 MB higher, 1,880 MiB since session 4 (2,299 MiB in
-# session 3, past the 2 GiB budget); 1 = read, then parse (bench/README.md).
+# Reading buffers (RECON_READ_BUFFERS). 2 = read ahead: a thread reads and indexes the next
+# chunk while DuckDB parses this one (measured when it also hashed there: the target day landed
+# ~0.5-0.8 s faster and peaked ~300 MB higher, 1,880-1,940 MiB); 1 = read, then parse, with the
+# hash beside the parse (session 12; bench/README.md).
 BUFFERS = int(os.environ.get("RECON_READ_BUFFERS", "1"))
 BATCHES = 8
 MIN_BATCH_ROWS = 1024
