@@ -102,8 +102,8 @@ def check_amounts(rec: dict, keys) -> None:
     for k in keys:
         v = rec.get(k)
         if v is None or (type(v) in _NUMBERS and -1e12 < v < 1e12):
-            continue  # the usual case in one test (NaN fails the comparison; 58k billing
-            # records of the target day: 0.27 -> 0.1 s)
+            continue  # the usual case in one test (NaN fails the comparison): read_file of
+            # the target day's 58k billing records 0.30 -> 0.26 s
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise BadRecord(f"{k} is not a number: {str(v)[:40]!r}")
         if isinstance(v, float) and not math.isfinite(v):
