@@ -157,16 +157,15 @@ def _one(res: FileResult, doc, locator: str, n: int) -> None:
     elif kind == "runpod_billing":
         src = billing_source(doc)
         pulled = text_or_none(x_recon(doc).get("pulledAt"))
-        for i, rec in enumerate(doc["records"]):  # _guard's work inline: 58k records a day
-            at = _sub(locator, f"records[{i}]")
-            try:
+        for i, rec in enumerate(doc["records"]):
+            def one(rec=rec, i=i):
                 if not isinstance(rec, dict):
                     raise BadRecord("billing record is not a JSON object")
                 require(rec, "startTime", "endTime")
                 check_amounts(rec, AMOUNT_KEYS)
-                res.add("runpod_billing", at, i, rec, source=src, pulled_at=pulled)
-            except BadRecord as e:
-                res.quarantine(at, i, str(e), rec)
+                res.add("runpod_billing", _sub(locator, f"records[{i}]"), i, rec, source=src,
+                        pulled_at=pulled)
+            _guard(res, one, _sub(locator, f"records[{i}]"), i, rec)
     elif kind == "runpod_v1_billing":
         for i, rec in enumerate(doc):
             def one(rec=rec, i=i):
