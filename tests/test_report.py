@@ -1,9 +1,11 @@
 """`recon report` (HTML rendered in a real headless Chromium) and `recon schema`."""
 
+import os
 import re
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 from datetime import date
 from decimal import Decimal
@@ -146,10 +148,32 @@ def test_text_from_the_data_is_escaped(sim_run):
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;img src=x&gt;" in h
 
 
-def _chromium(args, tmp_path):
+def _apt_install_chromium() -> str:
+    """Install Debian's chromium package where the test run may: as root with apt-get (this
+    project's machines and CI start without a browser). Returns what went wrong, or ''."""
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return "not root with apt-get"
+    print("\ninstalling Debian's chromium for the report tests (once) ...", file=sys.stderr,
+          flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+        if r.returncode != 0:
+            return f"`{' '.join(cmd)}` exited {r.returncode}: {(r.stderr or r.stdout)[-500:]}"
+    return ""
+
+
+def _ensure_chromium() -> None:
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install it (apt-get install -y chromium); "
-                    "the report is checked in a real headless browser")
+        why = _apt_install_chromium() or "no binary after the install"
+        if not CHROMIUM.exists():
+            pytest.fail(f"{CHROMIUM} is missing and could not be installed ({why}): install it "
+                        "(apt-get install -y chromium); the report is checked in a real "
+                        "headless browser")
+
+
+def _chromium(args, tmp_path):
+    _ensure_chromium()
     cmd = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
            "--no-first-run", "--disable-background-networking", "--disable-component-update",
            "--disable-sync", f"--user-data-dir={tmp_path / 'chromium-profile'}",
@@ -256,6 +280,7 @@ def test_cli_schema_lists_every_mart_column():
 
 
 def test_chromium_is_where_the_tests_expect_it():
+    _ensure_chromium()
     assert shutil.which("chromium") == str(CHROMIUM) or CHROMIUM.exists()
 
 
