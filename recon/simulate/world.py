@@ -238,6 +238,13 @@ def build_world(seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2
             inst = new_inst(slot, role, created=0, terminated=None)
             for d in range(days):
                 start = w0 + d * 86400 + 9 * 3600 + rng.randint(0, 3600)
+                if inst.sessions:
+                    # one pod runs one session at a time: at large scales a day's jobs outlast
+                    # the day (scale 27: ~24-47 h), and an overlapping next session billed hours
+                    # twice over (up to 7,200 s of compute in an hour, 167,071 s in a day)
+                    start = max(start, inst.sessions[-1].stop + 600)
+                    if start >= end:
+                        break
                 _session(rng, ids, inst, start, n_jobs, COOLDOWN + rng.randint(20, 90), team)
             inst.created = inst.sessions[0].start
             continue
