@@ -127,10 +127,14 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         if validate:
             import uuid
 
+            from .validate import Scope
             from .validate import validate as run_validation
 
             t1 = time.perf_counter()
-            res.validation = run_validation(con, f"cli-{uuid.uuid4().hex[:12]}")
+            # the run's days (all of them without --from/--to) and the files landed since the
+            # last validation that passed
+            res.validation = run_validation(con, f"cli-{uuid.uuid4().hex[:12]}",
+                                            scope=Scope.for_run(con, day_from, day_to))
             res.timings["validation"] = time.perf_counter() - t1
         t1 = time.perf_counter()
         con.execute("checkpoint")

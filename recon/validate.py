@@ -39,8 +39,8 @@ import json
 import logging
 import time
 import warnings
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -65,7 +65,7 @@ from .validate_suites import (
 
 __all__ = [  # the gate's names, wherever they are defined (`_Pushdown`: the tests reach it here)
     "CHECK_BLOCKS", "CHECK_BLOCK_ROWS", "JSON_CHARS", "PUSHDOWN_MIN_ROWS", "RESULTS_DDL", "SAMPLE",
-    "SEVERITIES", "SUITE_DIR", "Failure", "GxSession", "Suite", "ValidationReport", "_Pushdown",
+    "SEVERITIES", "SUITE_DIR", "Failure", "GxSession", "Scope", "Suite", "ValidationReport", "_Pushdown",
     "batch_sql", "columns_of", "condition_columns", "condition_text", "load_suites", "select_list",
     "table_columns", "validate", "wanted_columns",
 ]
@@ -105,6 +105,7 @@ class ValidationReport:
     warnings: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
     paths: dict[str, str] = field(default_factory=dict)  # suite -> "full" or "pushdown"
+    scoped: dict[str, str] = field(default_factory=dict)  # suite -> the predicate it ran under
     rows: list[tuple] = field(default_factory=list)  # the marts.validation_results rows, in order
 
     @property
@@ -113,11 +114,94 @@ class ValidationReport:
         return not self.critical_failures
 
     def summary(self) -> str:
-        head = (f"validation {self.run_id}: {self.suites} suites, {self.evaluated} expectations, "
-                f"{self.passed} passed, {len(self.critical_failures)} critical and "
+        scoped = f" ({len(self.scoped)} on the run's own files or days)" if self.scoped else ""
+        head = (f"validation {self.run_id}: {self.suites} suites{scoped}, {self.evaluated} "
+                f"expectations, {self.passed} passed, {len(self.critical_failures)} critical and "
                 f"{len(self.warnings)} warning failures ({self.seconds:.1f} s)")
         return "\n".join([head, *(f"  CRITICAL {f}" for f in self.critical_failures),
                           *(f"  warning  {f}" for f in self.warnings)])
+
+
+# ---------------------------------------------------------------- scope
+
+VALIDATED_DDL = ("create table if not exists meta.validated_files "
+                 "(source_file varchar primary key, sha256 varchar)")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a run's validation reads of the suites that declare `meta.scope`.
+
+    Checking every table whole made the gate grow with history: on the 500-node fleet's 30-day
+    warehouse it took 15.2 s against 2.2 s on a first day, most of it the raw tables' 125 M rows
+    (bench/README.md, session 13). A run checks what it changed instead:
+
+    * `by: "file"` suites (the raw tables, the per-file tie-out): the rows of `files`, the
+      landed files no validation has passed yet (`for_run`). Raw rows only change with their
+      file's bytes (a file landed again with other bytes has another sha256 and is checked
+      again), and every raw key holds the file, so a key cannot repeat across files.
+    * `by: "day"` suites (billing buckets, the day marts, the resource-day tie-outs): the rows of
+      the UTC days `days` [first, last], the days a windowed run rebuilt and publishes.
+
+    `None` for either checks those suites whole; `validate(con, id)` without a scope checks
+    everything (what a full check, or a run over all days, wants)."""
+    files: tuple[str, ...] | None = None
+    days: tuple[date, date] | None = None
+    every_file: bool = False  # `files` are all of raw.files: the file suites read whole tables
+
+    @classmethod
+    def for_run(cls, con, day_from: date | None = None, day_to: date | None = None) -> Scope:
+        """The files landed since the last validation that passed, and [day_from, day_to]
+        when the run was windowed (else every day). When no validation passed yet, every file
+        is new and the file suites read their tables whole (rows of no landed file included)."""
+        landed = con.execute("select source_file, sha256 from raw.files order by 1").fetchall()
+        done = set()
+        if con.execute("select count(*) from duckdb_tables() where database_name = "
+                       "current_database() and schema_name = 'meta' and "
+                       "table_name = 'validated_files'").fetchone()[0]:
+            done = set(con.execute("select source_file, sha256 from meta.validated_files").fetchall())
+        files = tuple(f for f, h in landed if (f, h) not in done)
+        days = None
+        if day_from is not None or day_to is not None:
+            days = (day_from or date.min, day_to or date.max)
+        return cls(files=files, days=days, every_file=len(files) == len(landed))
+
+    def predicate(self, suite: Suite) -> str | None:
+        """The suite's rows in this scope, as SQL on its table or query (None: every row)."""
+        if suite.scope is None:
+            return None
+        by, column = suite.scope
+        col = '"' + column + '"'
+        if by == "file" and self.files is not None and not self.every_file:
+            if not self.files:
+                return "false"
+            return f"{col} in ({', '.join(_literal(f) for f in self.files)})"
+        if by == "day" and self.days is not None:
+            first, last = self.days
+            tests = []
+            if first > date.min:
+                tests.append(f"{col} >= DATE '{first.isoformat()}'")
+            if last < date.max - timedelta(days=1):
+                tests.append(f"{col} < DATE '{(last + timedelta(days=1)).isoformat()}'")
+            return " and ".join(tests) or None
+        return None
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _note_validated(con, files: tuple[str, ...]) -> None:
+    """Remember that these files' rows passed (by their sha256 now): later runs skip them."""
+    if not files:
+        return
+    con.execute("create schema if not exists meta")
+    con.execute(VALIDATED_DDL)
+    con.execute("create or replace temp table _recon_validated (source_file varchar)")
+    con.executemany("insert into _recon_validated values (?)", [(f,) for f in files])
+    con.execute("insert or replace into meta.validated_files select f.source_file, f.sha256 "
+                "from raw.files f semi join _recon_validated v using (source_file)")
+    con.execute("drop table _recon_validated")
 
 
 # ---------------------------------------------------------------- GX
@@ -239,12 +323,16 @@ def _describe(suite: Suite, cfg, res) -> tuple[bool, str, int | None, str]:
 
 def validate(con, run_id: str, *, suites=None, suite_dir: str | Path | None = None,
              session: GxSession | None = None, write: bool = True,
-             pushdown_min_rows: int | None = PUSHDOWN_MIN_ROWS) -> ValidationReport:
+             pushdown_min_rows: int | None = PUSHDOWN_MIN_ROWS,
+             scope: Scope | None = None) -> ValidationReport:
     """Validate the warehouse behind `con` against the suites; write `marts.validation_results`.
 
     `suites` limits the run to those suite names; `session` reuses a GX context (tests);
     `write=False` only returns the report (for read-only connections). Table suites of at least
     `pushdown_min_rows` rows are checked in DuckDB with GX on a small batch (None: never).
+    `scope` (`Scope.for_run`): the suites with a `meta.scope` check only the run's files or
+    days; with `write`, the scope's files are then remembered as validated unless a critical
+    expectation failed (so a failed gate checks them again next time).
     """
     t0 = time.perf_counter()
     specs = load_suites(suite_dir, suites)
@@ -266,6 +354,10 @@ def validate(con, run_id: str, *, suites=None, suite_dir: str | Path | None = No
         (report.critical_failures if severity == "critical" else report.warnings).append(f)
 
     for suite in specs:
+        where = None if scope is None else scope.predicate(suite)
+        if where is not None:
+            suite = replace(suite, where=where)
+            report.scoped[suite.name] = where if len(where) < 200 else where[:197] + "..."
         try:
             results, report.paths[suite.name] = _suite_results(con, session, suite, pushdown_min_rows)
         except duckdb.Error as err:
@@ -279,7 +371,8 @@ def validate(con, run_id: str, *, suites=None, suite_dir: str | Path | None = No
                    ok, observed, n_bad, msg)
 
     if write:
-        _write(con, run_id, rows)
+        passed = scope.files if scope is not None and scope.files and report.success else ()
+        _write(con, run_id, rows, passed)
     report.seconds = time.perf_counter() - t0
     log.info(report.summary())
     return report
@@ -294,8 +387,9 @@ def _suite_results(con, session: GxSession, suite: Suite, min_rows: int | None):
     return _indexed(suite, session.run(suite, con.sql(batch_sql(con, suite)).df())), "full"
 
 
-def _write(con, run_id: str, rows: list[tuple]) -> None:
-    """Replace the run's rows in one transaction (or inside the caller's, if one is open)."""
+def _write(con, run_id: str, rows: list[tuple], passed: tuple[str, ...] = ()) -> None:
+    """Replace the run's rows in one transaction (or inside the caller's, if one is open), and
+    note the files whose rows `passed`."""
     try:
         con.execute("begin transaction")
         own = True
@@ -308,6 +402,7 @@ def _write(con, run_id: str, rows: list[tuple]) -> None:
         if rows:
             con.executemany("insert into marts.validation_results values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             rows)
+        _note_validated(con, passed)
         if own:
             con.execute("commit")
     except BaseException:

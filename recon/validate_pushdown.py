@@ -115,8 +115,14 @@ class _Check:
 class _Pushdown:
     """Translate a table suite's expectations to SQL on that table, with pandas' semantics."""
 
-    def __init__(self, table: str, cols: list[tuple[str, str]]):
+    def __init__(self, table: str, cols: list[tuple[str, str]], where: str | None = None):
         self.table, self.types = table, dict(cols)
+        self.scope = where  # the run's rows of the table (Suite.where); None: every row
+
+    def rows(self, *conds: str) -> str:
+        """`<table> [where …]`: the table's rows in scope that meet every condition."""
+        conds = tuple(c for c in (self.scope, *conds) if c)
+        return self.table + (" where " + " and ".join(f"({c})" for c in conds) if conds else "")
 
     # -- values as pandas holds them
     def _col(self, name) -> str:
@@ -257,13 +263,13 @@ class _Pushdown:
     # -- the scans
     def count(self, con, checks: list[_Check]) -> tuple[int, int, int]:
         """Fill each check's exact element and unexpected counts; (rows, min rowid, max rowid)."""
-        t, counted = self.table, [c for c in checks if c.kind != "table"]
+        counted = [c for c in checks if c.kind != "table"]
         sel = ["count(*)", "min(rowid)", "max(rowid)"]
         for c in counted:
             sel.append(f"count(*) filter (where {c.domain})")
             if c.kind == "row":
                 sel.append(c.fast_count or f"count(*) filter (where {c.flagged})")
-        got = list(con.execute(f"select {', '.join(sel)} from {t}").fetchall()[0])
+        got = list(con.execute(f"select {', '.join(sel)} from {self.rows()}").fetchall()[0])
         n, lo, hi = got[:3]
         del got[:3]
         for c in checks:
@@ -277,22 +283,22 @@ class _Pushdown:
             # duplicates: rows sharing a key share its hash, so no repeated hash = no duplicate
             # (cheap: a hash table of 64-bit integers); else count exactly among those rows
             c.repeated = [h for (h,) in con.execute(
-                f"select hash({', '.join(c.keys)}) as h from {t} where {c.live} "
+                f"select hash({', '.join(c.keys)}) as h from {self.rows(c.live)} "
                 "group by h having count(*) > 1").fetchall()]
             if c.repeated:
                 c.unexpected_count = con.execute(
-                    f"select coalesce(sum(n), 0) from (select count(*) as n from {t} where {c.live} "
-                    f"and {c.repeats} group by {', '.join(c.keys)} having count(*) > 1)",
+                    f"select coalesce(sum(n), 0) from (select count(*) as n from "
+                    f"{self.rows(c.live, c.repeats)} group by {', '.join(c.keys)} having count(*) > 1)",
                     [c.repeated]).fetchall()[0][0]
         return n, lo, hi
 
     def find(self, con, checks: list[_Check]) -> None:
         """The first `SAMPLE` unexpected rows (rowids) of each failing check; a duplicate's first
         other row with the same key comes along, so the batch still holds the duplicate."""
-        t, rows = self.table, [c for c in checks if c.kind == "row" and c.unexpected_count]
+        rows = [c for c in checks if c.kind == "row" and c.unexpected_count]
         if rows:
             got = con.execute("select " + ", ".join(f"min(rowid, {SAMPLE}) filter (where {c.flagged})"
-                                                    for c in rows) + f" from {t}").fetchall()[0]
+                                                    for c in rows) + f" from {self.rows()}").fetchall()[0]
             for c, ids in zip(rows, got, strict=True):
                 c.sample = tuple(ids or ())
         for c in checks:
@@ -301,7 +307,7 @@ class _Pushdown:
             keys = ", ".join(f"{k} as k{i}" for i, k in enumerate(c.keys))
             same = " and ".join(f"x.k{i} is not distinct from y.k{i}" for i in range(len(c.keys)))
             c.sample = tuple(r for (r,) in con.execute(f"""
-                with live as (select rowid as r, {keys} from {t} where {c.live} and {c.repeats}),
+                with live as (select rowid as r, {keys} from {self.rows(c.live, c.repeats)}),
                 dup as (select * exclude (n) from (select {', '.join(f'k{i}' for i in range(len(c.keys)))},
                         count(*) as n from live group by all) where n > 1),
                 member as (select x.* from live x semi join dup y on {same}),
@@ -326,7 +332,7 @@ class _Pushdown:
                 merged.append([a, b])
         cols = list(self.types.items())
         flags = [f"{c.flagged} as __flag{c.index}" for c in checks if c.kind != "table"]
-        parts = " union all ".join(f"select rowid as __row, * from {self.table} where rowid between {a} and {b}"
+        parts = " union all ".join(f"select rowid as __row, * from {self.rows(f'rowid between {a} and {b}')}"
                                    for a, b in merged) or f"select rowid as __row, * from {self.table} limit 0"
         frame = con.sql(f"with batch as ({parts}) select {', '.join(select_list(cols, wanted) + flags)} "
                         "from batch order by __row").df()
@@ -346,7 +352,8 @@ def pushed_results(con, session: GxSession, suite: Suite, min_rows: int):
     if {c.lower() for c, _ in cols} & {"rowid", "__row"} or any(c.startswith("__flag") for c, _ in cols):
         return None
     # (no transaction of its own: a failed BEGIN inside the caller's transaction aborts that one)
-    if con.execute(f"select count(*) from {suite.table}").fetchall()[0][0] < min_rows:
+    where = "" if suite.where is None else f" where {suite.where}"
+    if con.execute(f"select count(*) from {suite.table}{where}").fetchall()[0][0] < min_rows:
         return None
     try:
         return _pushdown(con, session, suite, cols)
@@ -358,7 +365,7 @@ def pushed_results(con, session: GxSession, suite: Suite, min_rows: int):
 def _pushdown(con, session: GxSession, suite: Suite, cols):
     import pandas as pd
 
-    push = _Pushdown(suite.table, cols)
+    push = _Pushdown(suite.table, cols, suite.where)
     checks, rest = [], []
     for i, e in enumerate(suite.expectations):
         try:

@@ -14,6 +14,7 @@ import duckdb
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "expectations"
 SEVERITIES = ("critical", "warning")
+SCOPES = ("file", "day")  # meta.scope.by
 SAMPLE = 5            # unexpected rows named in a message
 JSON_CHARS = 200      # JSON columns are read truncated to this many characters
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -27,6 +28,10 @@ class Suite:
     query: str | None
     row_key: tuple[str, ...]
     expectations: tuple[dict, ...]
+    # `meta.scope`: how a run may check only its own rows, ("file" | "day", column): the rows
+    # of the files it landed, or of the days it built (`recon.validate.Scope`); None: always all
+    scope: tuple[str, str] | None = None
+    where: str | None = None  # this run's predicate on the batch's rows (None: every row)
 
     def label(self, exp: dict) -> str:
         return f"{exp['type']}({columns_of(exp['kwargs']) or ''})"
@@ -108,8 +113,17 @@ def load_suites(suite_dir: str | Path | None = None, names=None) -> list[Suite]:
                 raise ValueError(f"{where}: two {e['type']} on {key[1]}: results are keyed by "
                                  "(suite, expectation, column), merge them or add a row_condition")
             seen.add(key)
+        scope = meta.get("scope")
+        if scope is not None:
+            if (not isinstance(scope, dict) or set(scope) != {"by", "column"}
+                    or scope["by"] not in SCOPES or not isinstance(scope["column"], str)
+                    or not _IDENT.fullmatch(scope["column"])):
+                raise ValueError(f"{where}: meta.scope must be {{\"by\": one of {SCOPES}, "
+                                 f"\"column\": a column name}}, is {scope!r}")
+            scope = (scope["by"], scope["column"])
         out.append(Suite(name=name, path=path, table=meta.get("table"), query=query,
-                         row_key=tuple(meta.get("row_key") or ()), expectations=tuple(exps)))
+                         row_key=tuple(meta.get("row_key") or ()), expectations=tuple(exps),
+                         scope=scope))
     if names is not None:
         missing = set(names) - {s.name for s in out}
         if missing:
@@ -147,9 +161,11 @@ def select_list(cols: list[tuple[str, str]], wanted: set[str]) -> list[str]:
 def batch_sql(con, suite: Suite) -> str:
     """The SELECT whose result is the suite's batch."""
     if suite.query:
-        return suite.query
+        return suite.query if suite.where is None else (
+            f"select * from (\n{suite.query}\n) where {suite.where}")
     select = select_list(table_columns(con, suite.table), wanted_columns(suite))
-    return f"select {', '.join(select) or '1 as _row'} from {suite.table}"
+    where = "" if suite.where is None else f" where {suite.where}"
+    return f"select {', '.join(select) or '1 as _row'} from {suite.table}{where}"
 
 
 def _q(name: str) -> str:
