@@ -160,6 +160,16 @@ def test_missing_rate_is_a_finding_not_a_zero(folder, tmp_path):
     assert [(c, r, a) for c, r, a, _ in f] == [("RATE_MISSING", "mystery", Decimal("2.5"))]
     assert "mystery" in f[0][3] and "rate card" in f[0][3]
     assert con.execute("select rate_missing from marts.resource_day").fetchall() == [(True,)]
+    con.close()
+    # the gate publishes the day: the unconverted money is the finding's (and allocation's
+    # __unallocated__), not a segment's, so the amount tie-out leaves that resource-day out
+    from recon.validate import validate
+
+    con = connect(tmp_path / "db.duckdb")
+    report = validate(con, "t", suites=["tieout.billed_seconds"], write=False)
+    assert report.success, report.summary()
+    assert con.execute("select sum(amount) from marts.allocation where team = '__unallocated__'"
+                       ).fetchone()[0] == Decimal("2.5")
 
 
 def test_malformed_lines_are_quarantined_with_file_and_line(folder, tmp_path):
