@@ -347,6 +347,12 @@ def validate(con, run_id: str, *, suites=None, suite_dir: str | Path | None = No
     t0 = time.perf_counter()
     specs = load_suites(suite_dir, suites)
     con.complete()  # DuckDB 2.0 refuses other work while a caller's result is left unfetched
+    if scope is not None and scope.days is not None:
+        # a day's bounds compare with TIMESTAMPTZ columns in the session's time zone
+        tz = con.execute("select current_setting('TimeZone')").fetchone()[0]
+        if tz not in ("UTC", "Etc/UTC", "GMT", "Etc/GMT"):
+            raise ValueError(f"a scope by day needs a connection in UTC, this one is in {tz} "
+                             "(recon.warehouse.connect sets UTC)")
     session = session or GxSession()
     report = ValidationReport(run_id=run_id, suites=len(specs))
     checked_at = datetime.now(UTC)

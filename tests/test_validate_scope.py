@@ -63,7 +63,7 @@ def test_a_scope_sees_the_rows_of_its_files_and_days_only(wh, gx_session, pushdo
     wh.execute("begin transaction")
     try:
         break_day1_and_first_file(wh, first)
-        run = lambda scope: validate(wh, "t", suites=suites, session=gx_session, write=False,  # noqa: E731
+        run = lambda scope: validate(wh, "t", suites=suites, session=gx_session, write=False,
                                      pushdown_min_rows=pushdown, scope=scope)
         whole = run(None)
         outside = run(Scope(files=(second,), days=(DAY2, DAY2)))
@@ -162,3 +162,14 @@ def test_the_pipeline_and_the_daily_flow_validate_their_scope(sim_run, tmp_path)
     assert again.validation.success
     assert again.validation.scoped["raw.k8s_objects"] == "false"
     assert "2026-06-02" in again.validation.scoped["marts.resource_day"]
+
+
+def test_a_day_scope_refuses_a_connection_outside_utc(wh, gx_session):
+    """Day bounds meet TIMESTAMPTZ columns in the session's zone: elsewhere than UTC a day
+    would start at another hour, so the gate refuses rather than check the wrong rows."""
+    wh.execute("set TimeZone = 'Asia/Tokyo'")
+    with pytest.raises(ValueError, match="UTC, this one is in Asia/Tokyo"):
+        validate(wh, "t", session=gx_session, write=False, scope=Scope(days=(DAY2, DAY2)))
+    # files alone need no zone
+    assert validate(wh, "t", suites=["raw.k8s_objects"], session=gx_session, write=False,
+                    scope=Scope(files=())).success
