@@ -105,6 +105,8 @@ def test_a_simulated_pod_never_bills_more_compute_than_time_at_any_scale():
     """At the benchmark's scale (27) a day's jobs outlast the day: a pod's next session must
     wait for the last one to stop. Overlapping sessions billed hours twice (the 500-node
     benchmark's gate found 125 pods with 154,388-167,071 s of compute in one day)."""
+    from itertools import pairwise
+
     from recon.simulate.emit_runpod import instance_hours
     from recon.simulate.world import build_world
 
@@ -114,7 +116,7 @@ def test_a_simulated_pod_never_bills_more_compute_than_time_at_any_scale():
         assert stopped
         for inst in world.instances:
             ss = sorted(inst.sessions, key=lambda s: s.start)
-            assert all(a.stop <= b.start for a, b in zip(ss, ss[1:])), (scale, inst.pod_id)
+            assert all(a.stop <= b.start for a, b in pairwise(ss)), (scale, inst.pod_id)
             for _, compute, stopped_s, _, _ in instance_hours(inst, world):
                 assert 0 <= compute <= 3600 and compute + stopped_s <= 3600, (scale, inst.pod_id)
         if scale == 27:  # the case that broke: sessions longer than a day
