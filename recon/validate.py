@@ -207,11 +207,8 @@ def _note_validated(con, files: tuple[str, ...]) -> None:
         return
     con.execute("create schema if not exists meta")
     con.execute(VALIDATED_DDL)
-    con.execute("create or replace temp table _recon_validated (source_file varchar)")
-    con.executemany("insert into _recon_validated values (?)", [(f,) for f in files])
-    con.execute("insert or replace into meta.validated_files select f.source_file, f.sha256 "
-                "from raw.files f semi join _recon_validated v using (source_file)")
-    con.execute("drop table _recon_validated")
+    con.execute("insert or replace into meta.validated_files select source_file, sha256 "
+                "from raw.files where source_file in (select unnest(?::varchar[]))", [list(files)])
 
 
 # ---------------------------------------------------------------- GX
@@ -341,8 +338,9 @@ def validate(con, run_id: str, *, suites=None, suite_dir: str | Path | None = No
     `write=False` only returns the report (for read-only connections). Table suites of at least
     `pushdown_min_rows` rows are checked in DuckDB with GX on a small batch (None: never).
     `scope` (`Scope.for_run`): the suites with a `meta.scope` check only the run's files or
-    days; with `write`, the scope's files are then remembered as validated unless a critical
-    expectation failed (so a failed gate checks them again next time).
+    days; with `write`, the scope's files are then remembered as validated if every suite ran
+    (no `suites`, no `suite_dir`) and no critical expectation failed (so a failed gate checks
+    them again next time).
     """
     t0 = time.perf_counter()
     specs = load_suites(suite_dir, suites)
@@ -391,7 +389,10 @@ def validate(con, run_id: str, *, suites=None, suite_dir: str | Path | None = No
                    ok, observed, n_bad, msg)
 
     if write:
-        passed = scope.files if scope is not None and scope.files and report.success else ()
+        # files pass when every suite checked them and none failed critically
+        every_suite = suites is None and suite_dir is None
+        passed = (scope.files if scope is not None and scope.files and report.success
+                  and every_suite else ())
         _write(con, run_id, rows, passed)
     report.seconds = time.perf_counter() - t0
     log.info(report.summary())
