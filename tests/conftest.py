@@ -1,5 +1,6 @@
 import json
 import os
+import tempfile
 from decimal import Decimal
 
 import duckdb
@@ -7,6 +8,33 @@ import pytest
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+# Tests leave nothing in the system temp folder: pytest's own tmp_path area (which keeps the
+# last 3 runs) aside, a test that makes a folder there removes it. Two property tests once left
+# ~20 folders of ~11 MB each per run (2.4 GB over one session's runs); this check fails the session
+# when any test leaks again. Prefect's test home is removed at exit (tests/flows/conftest.py).
+_TMP = tempfile.gettempdir()
+_KEPT = ("pytest-of-", "recon-prefect-home-", "uv-", ".")
+
+
+def _tmp_entries() -> set[str]:
+    return {n for n in os.listdir(_TMP) if not n.startswith(_KEPT)}
+
+
+def pytest_sessionstart(session):
+    session.config._recon_tmp_before = _tmp_entries()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before = getattr(session.config, "_recon_tmp_before", None)
+    if before is None or getattr(session.config, "workerinput", None) is not None:
+        return
+    leaked = sorted(_tmp_entries() - before)
+    if leaked:
+        tw = session.config.get_terminal_writer()
+        tw.line()
+        tw.line(f"tests left {len(leaked)} entries in {_TMP}: {', '.join(leaked[:10])}", red=True)
+        session.exitstatus = 1
 
 
 @pytest.fixture(scope="session")

@@ -129,3 +129,16 @@ def test_learned_rate_from_the_bill_and_rate_mismatch(tmp_path):
     f = con.execute("select code, amount_at_stake from marts.findings where code = 'RATE_MISMATCH'"
                     ).fetchall()
     assert f == [("RATE_MISMATCH", Decimal("0.6"))]  # 1.5 h × (4.50 − 4.10)
+
+
+def test_the_gate_passes_a_landing_with_a_focus_file(tmp_path):
+    """raw.files' tie-out counts the rows of every raw table: it once left raw.focus_rows out,
+    so a FOCUS file's loaded rows looked missing and the daily gate failed on every run."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    k8s(folder)
+    write_csv(folder / "focus.csv", [row(10, 60), row(11, 60)])
+    res = run(folder, tmp_path / "db.duckdb", validate=True)
+    assert res.validation.success, res.validation.summary()
+    tie = [r for r in res.validation.rows if r[1] == "raw.files" and r[3] == "loaded_difference"]
+    assert tie and all(r[4] for r in tie)

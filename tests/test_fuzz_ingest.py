@@ -53,23 +53,24 @@ line = st.one_of(
 
 
 def _run(files: dict[str, bytes]):
-    d = Path(tempfile.mkdtemp(prefix="fuzz-"))
-    for name, data in files.items():
-        (d / name).write_bytes(data)
-    con = connect(None)
-    try:
-        results = load_folder(con, d)
-        files_rows = con.execute("select source_file, records_in, records_loaded, "
-                                 "records_quarantined, records_skipped from raw.files").fetchall()
-        q = con.execute("select source_file, count(*), count(*) filter (where reason is null "
-                        "or reason = '') from raw.quarantine group by all").fetchall()
-        raw_n = con.execute("""select source_file, count(*) from (
-            select source_file from raw.k8s_objects union all select source_file from raw.runpod_billing
-            union all select source_file from raw.runpod_inventory union all
-            select source_file from raw.serverless_jobs) group by all""").fetchall()
-        return results, files_rows, dict((f, n) for f, n, _ in q), {f: bad for f, _, bad in q}, dict(raw_n)
-    finally:
-        con.close()
+    with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:
+        d = Path(tmp)
+        for name, data in files.items():
+            (d / name).write_bytes(data)
+        con = connect(None)
+        try:
+            results = load_folder(con, d)
+            files_rows = con.execute("select source_file, records_in, records_loaded, "
+                                     "records_quarantined, records_skipped from raw.files").fetchall()
+            q = con.execute("select source_file, count(*), count(*) filter (where reason is null "
+                            "or reason = '') from raw.quarantine group by all").fetchall()
+            raw_n = con.execute("""select source_file, count(*) from (
+                select source_file from raw.k8s_objects union all select source_file from raw.runpod_billing
+                union all select source_file from raw.runpod_inventory union all
+                select source_file from raw.serverless_jobs) group by all""").fetchall()
+            return results, files_rows, dict((f, n) for f, n, _ in q), {f: bad for f, _, bad in q}, dict(raw_n)
+        finally:
+            con.close()
 
 
 def _accounted(files_rows, quarantined, no_reason, raw_n):

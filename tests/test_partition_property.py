@@ -33,40 +33,41 @@ node_spec = st.tuples(
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(node_spec, min_size=1, max_size=3))
 def test_random_worlds_partition_and_allocate_exactly(nodes):
-    root = Path(tempfile.mkdtemp(prefix="prop-"))
-    w = World(root)
-    for i, (start_m, length_m, off_s, mapped, pods) in enumerate(nodes):
-        start = D0 + timedelta(minutes=start_m, seconds=off_s)
-        stop = start + timedelta(minutes=length_m)
-        pid = f"pod{i}"
-        if mapped:
-            w.node(f"n{i}", pid, start + timedelta(seconds=70), start + timedelta(seconds=95), gpus=2)
-        for k, (s_m, r_m, run_m, gpus) in enumerate(pods):
-            sched = D0 + timedelta(minutes=s_m)
-            ready = sched + timedelta(minutes=r_m) if r_m else None
-            fin = (ready or sched) + timedelta(minutes=run_m)
-            w.pod(f"job-{i}-{k}", f"n{i}", sched, ready, fin, gpus=gpus, team=f"t{k % 2}")
-        w.compute(pid, start, stop, Decimal("1.37"))
-    d = w.write()
-    run(d, root / "db.duckdb")
-    con = connect(root / "db.duckdb", read_only=True)
-    try:
-        bad = con.execute(f"""
-            select d.resource_id, d.day, d.billed_seconds, coalesce(sum(s.seconds), 0)
-            from marts.resource_day d
-            left join marts.billed_segments s
-              on s.resource_id = d.resource_id and s.day = d.day and s.category in {COMPUTE}
-            group by all having coalesce(sum(s.seconds), 0) <> d.billed_seconds""").fetchall()
-        assert bad == []
-        ties = con.execute("""
-            select b.day, b.billed, coalesce(a.allocated, 0)
-            from (select day, sum(billed_amount) as billed from marts.resource_day group by day) b
-            left join (select day, sum(amount) as allocated from marts.allocation group by day) a
-              using (day)""").fetchall()
-        for day, billed, allocated in ties:
-            assert round(billed, 2) == round(allocated, 2), (day, billed, allocated)
-        neg = con.execute("select count(*) from marts.allocation where seconds < 0 or amount < -0.000001"
-                          ).fetchone()[0]
-        assert neg == 0
-    finally:
-        con.close()
+    with tempfile.TemporaryDirectory(prefix="prop-") as tmp:
+        root = Path(tmp)
+        w = World(root)
+        for i, (start_m, length_m, off_s, mapped, pods) in enumerate(nodes):
+            start = D0 + timedelta(minutes=start_m, seconds=off_s)
+            stop = start + timedelta(minutes=length_m)
+            pid = f"pod{i}"
+            if mapped:
+                w.node(f"n{i}", pid, start + timedelta(seconds=70), start + timedelta(seconds=95), gpus=2)
+            for k, (s_m, r_m, run_m, gpus) in enumerate(pods):
+                sched = D0 + timedelta(minutes=s_m)
+                ready = sched + timedelta(minutes=r_m) if r_m else None
+                fin = (ready or sched) + timedelta(minutes=run_m)
+                w.pod(f"job-{i}-{k}", f"n{i}", sched, ready, fin, gpus=gpus, team=f"t{k % 2}")
+            w.compute(pid, start, stop, Decimal("1.37"))
+        d = w.write()
+        run(d, root / "db.duckdb")
+        con = connect(root / "db.duckdb", read_only=True)
+        try:
+            bad = con.execute(f"""
+                select d.resource_id, d.day, d.billed_seconds, coalesce(sum(s.seconds), 0)
+                from marts.resource_day d
+                left join marts.billed_segments s
+                  on s.resource_id = d.resource_id and s.day = d.day and s.category in {COMPUTE}
+                group by all having coalesce(sum(s.seconds), 0) <> d.billed_seconds""").fetchall()
+            assert bad == []
+            ties = con.execute("""
+                select b.day, b.billed, coalesce(a.allocated, 0)
+                from (select day, sum(billed_amount) as billed from marts.resource_day group by day) b
+                left join (select day, sum(amount) as allocated from marts.allocation group by day) a
+                  using (day)""").fetchall()
+            for day, billed, allocated in ties:
+                assert round(billed, 2) == round(allocated, 2), (day, billed, allocated)
+            neg = con.execute("select count(*) from marts.allocation where seconds < 0 or amount < -0.000001"
+                              ).fetchone()[0]
+            assert neg == 0
+        finally:
+            con.close()
