@@ -79,7 +79,9 @@ def test_backfilled_pod_is_a_coarser_lifecycle_and_reconciles(prom, tmp_path):
         {"startTime": "2026-05-20T11:00:00Z", "endTime": "2026-05-20T12:00:00Z", "podId": "gpu-a",
          "totalAmount": 0.5, "gpuAmount": 0.5, "cpuAmount": 0, "diskAmount": 0}], "metadata": {}}))
     (landing / "recon.toml").write_text('[rates.pod_per_hour]\n"gpu-a" = "1.00"\n')
-    run(landing, tmp_path / "db.duckdb")
+    res = run(landing, tmp_path / "db.duckdb", validate=True)
+    # the gate passes a Prometheus landing (its tie-out once missed raw.prometheus_series)
+    assert res.validation.success, res.validation.summary()
     con = connect(tmp_path / "db.duckdb", read_only=True)
     lc = con.execute("select pod_uid, node_name, gpus, team, lifecycle_source, "
                      "scheduled_at::varchar, ready_at::varchar, task_finished_at::varchar "
