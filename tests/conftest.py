@@ -18,13 +18,23 @@ _KEPT = ("pytest-of-", "recon-prefect-home-", "uv-", ".")
 
 
 def _tmp_entries() -> set[str]:
-    return {n for n in os.listdir(_TMP) if not n.startswith(_KEPT)}
+    return {n for n in os.listdir(_TMP) if not n.startswith(_KEPT) and not _prefect_harness(n)}
+
+
+def _prefect_harness(name: str) -> bool:
+    """prefect_test_harness's SQLite folder: its API server removes it at exit, after pytest."""
+    p = os.path.join(_TMP, name)
+    try:
+        return os.path.isdir(p) and all(f.startswith("prefect-test.db") for f in os.listdir(p))
+    except OSError:
+        return False
 
 
 def pytest_sessionstart(session):
     session.config._recon_tmp_before = _tmp_entries()
 
 
+@pytest.hookimpl(trylast=True)  # after the session fixtures' teardown
 def pytest_sessionfinish(session, exitstatus):
     before = getattr(session.config, "_recon_tmp_before", None)
     if before is None or getattr(session.config, "workerinput", None) is not None:
@@ -34,6 +44,9 @@ def pytest_sessionfinish(session, exitstatus):
         tw = session.config.get_terminal_writer()
         tw.line()
         tw.line(f"tests left {len(leaked)} entries in {_TMP}: {', '.join(leaked[:10])}", red=True)
+        for n in leaked[:3]:
+            p = os.path.join(_TMP, n)
+            tw.line(f"  {n}: {os.listdir(p)[:10] if os.path.isdir(p) else 'file'}")
         session.exitstatus = 1
 
 
