@@ -192,10 +192,11 @@ def _from_first_row(con, suite: Suite, where: str, tail: dict[str, int | None] |
     """`where`, with a lower bound on rowid for a table scoped by file: a run's files are the
     table's last rows (appended), so every scan of the suite then skips the row groups of
     history by rowid. Exact: no row in scope lies below the first one. `tail` holds the first
-    rows `_tail_bounds` found from the tables' ends; a table it lacks costs one scan."""
+    rows `_tail_bounds` found from the tables' ends by `source_file`; a table it lacks (or a
+    suite scoped by another column) costs one scan."""
     if suite.table is None or suite.scope is None or suite.scope[0] != "file" or where == "false":
         return where
-    if tail is not None and suite.table in tail:
+    if tail is not None and suite.table in tail and suite.scope[1] == "source_file":
         first = tail[suite.table]
     else:
         first = con.execute(f"select min(rowid) from {suite.table} where {where}").fetchone()[0]
