@@ -1,5 +1,7 @@
+import atexit
 import json
 import os
+import shutil
 import tempfile
 from decimal import Decimal
 
@@ -9,12 +11,19 @@ import pytest
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
-# Tests leave nothing in the system temp folder: pytest's own tmp_path area (which keeps the
-# last 3 runs) aside, a test that makes a folder there removes it. Two property tests once left
-# ~20 folders of ~11 MB each per run (2.4 GB over one session's runs); this check fails the session
-# when any test leaks again. Prefect's test home is removed at exit (tests/flows/conftest.py).
-_TMP = tempfile.gettempdir()
-_KEPT = ("pytest-of-", "recon-prefect-home-", "uv-", ".")
+# Tests leave nothing in the temp folder: a test that makes a folder there removes it. Two
+# property tests once left ~20 folders of ~11 MB each per run (2.4 GB over one session's runs);
+# this check fails the session when any test leaks again. The session gets a temp folder of its
+# own (tempfile and subprocesses via TMPDIR), so that other programs writing to the system's
+# temp folder at the same time are not mistaken for leaks; pytest's tmp_path area (it keeps
+# the last 3 runs) stays in the system's. The folder is removed at exit, after Prefect's test
+# harness (its API server removes its SQLite folder at exit) and tests/flows' Prefect home.
+os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+_TMP = tempfile.mkdtemp(prefix="recon-tests-")
+tempfile.tempdir = _TMP
+os.environ["TMPDIR"] = _TMP
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
+_KEPT = ("recon-prefect-home-", ".", "uv-")  # (dot folders: Chromium's profiles, removed at exit)
 
 
 def _tmp_entries() -> set[str]:
@@ -25,7 +34,8 @@ def _prefect_harness(name: str) -> bool:
     """prefect_test_harness's SQLite folder: its API server removes it at exit, after pytest."""
     p = os.path.join(_TMP, name)
     try:
-        return os.path.isdir(p) and all(f.startswith("prefect-test.db") for f in os.listdir(p))
+        names = os.listdir(p) if os.path.isdir(p) else []
+        return bool(names) and all(f.startswith("prefect-test.db") for f in names)
     except OSError:
         return False
 
