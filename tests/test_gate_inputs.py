@@ -9,10 +9,11 @@ JSON Lines file with a bad line, documents landing skips, a file that is no inpu
 import gzip
 import json
 
+from test_focus import row, write_csv
+
 from recon.pipeline import run
 from recon.simulate import simulate
 from recon.warehouse import connect
-from test_focus import row, write_csv
 
 
 def test_every_input_kind_passes_the_gate(tmp_path):
