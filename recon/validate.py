@@ -176,7 +176,7 @@ class Scope:
         if by == "file" and self.files is not None and not self.every_file:
             if not self.files:
                 return "false"
-            return f"{col} in ({', '.join(_literal(f) for f in self.files)})"
+            return _in_files(col, self.files)
         if by == "day" and self.days is not None:
             first, last = self.days
             tests = []
@@ -229,7 +229,7 @@ def _tail_bounds(con, files: tuple[str, ...], rounds: int = 6) -> dict[str, int 
     loaded, quarantined = con.execute(
         "select coalesce(sum(records_loaded), 0), coalesce(sum(records_quarantined), 0) "
         "from raw.files where source_file in (select unnest(?::varchar[]))", [list(files)]).fetchone()
-    pred = f"source_file in ({', '.join(_literal(f) for f in files)})"
+    pred = _in_files('"source_file"', files)
     bounds: dict[str, int | None] = {}
     for tables, expected in ((LOADED_TABLES, int(loaded)), ((QUARANTINE_TABLE,), int(quarantined))):
         ends = {}
@@ -255,6 +255,11 @@ def _tail_bounds(con, files: tuple[str, ...], rounds: int = 6) -> dict[str, int 
         else:
             return {}
     return bounds
+
+
+def _in_files(column: str, files: tuple[str, ...]) -> str:
+    """`column in ('a', 'b', …)`: a literal list, which DuckDB pushes into the scan as a filter."""
+    return f"{column} in ({', '.join(_literal(f) for f in files)})"
 
 
 def _literal(text: str) -> str:

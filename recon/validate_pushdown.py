@@ -352,8 +352,8 @@ def pushed_results(con, session: GxSession, suite: Suite, min_rows: int):
     if {c.lower() for c, _ in cols} & {"rowid", "__row"} or any(c.startswith("__flag") for c, _ in cols):
         return None
     # (no transaction of its own: a failed BEGIN inside the caller's transaction aborts that one)
-    where = "" if suite.where is None else f" where {suite.where}"
-    if con.execute(f"select count(*) from {suite.table}{where}").fetchall()[0][0] < min_rows:
+    if con.execute(f"select count(*) from {_Pushdown(suite.table, cols, suite.where).rows()}"
+                   ).fetchall()[0][0] < min_rows:
         return None
     try:
         return _pushdown(con, session, suite, cols)

@@ -40,16 +40,11 @@ def _prefect_harness(name: str) -> bool:
         return False
 
 
-def pytest_sessionstart(session):
-    session.config._recon_tmp_before = _tmp_entries()
-
-
 @pytest.hookimpl(trylast=True)  # after the session fixtures' teardown
 def pytest_sessionfinish(session, exitstatus):
-    before = getattr(session.config, "_recon_tmp_before", None)
-    if before is None or getattr(session.config, "workerinput", None) is not None:
-        return
-    leaked = sorted(_tmp_entries() - before)
+    if getattr(session.config, "workerinput", None) is not None:
+        return  # (an xdist worker: the controller checks)
+    leaked = sorted(_tmp_entries())  # the folder is the session's own: anything left is a leak
     if leaked:
         tw = session.config.get_terminal_writer()
         tw.line()
