@@ -29,7 +29,7 @@ RECORD = '''
 import os
 import pytest
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module")  # (what makes the scheduler keep this file whole)
 def shared():
     return os.environ.get("PYTEST_XDIST_WORKER")
 
@@ -52,16 +52,18 @@ def _pytest(folder: Path, *args: str, leak: bool = False,
                           check=False)
 
 
-def _suite(tmp_path: Path, body: str) -> Path:
+def _suite(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A folder with this suite's conftest.py and `files` (path: source)."""
     folder = tmp_path / "suite"
-    folder.mkdir()
+    for name, body in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(body)
     shutil.copy(CONFTEST, folder / "conftest.py")
-    (folder / "test_child.py").write_text(body)
     return folder
 
 
 def test_a_leak_on_a_worker_fails_the_run_and_is_named(tmp_path):
-    folder = _suite(tmp_path, LEAKY)
+    folder = _suite(tmp_path, {"test_child.py": LEAKY})
     clean = _pytest(folder)
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert "2 passed" in clean.stdout
@@ -73,12 +75,9 @@ def test_a_leak_on_a_worker_fails_the_run_and_is_named(tmp_path):
 
 
 def test_a_file_runs_on_one_worker_and_the_flow_tests_on_one_worker(tmp_path):
-    folder = tmp_path / "suite"
-    for name in ("tests/flows/test_a.py", "tests/flows/test_b.py", "tests/test_c.py",
-                 "tests/test_d.py", "tests/test_e.py"):
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(RECORD)
-    shutil.copy(CONFTEST, folder / "conftest.py")
+    folder = _suite(tmp_path, {name: RECORD for name in (
+        "tests/flows/test_a.py", "tests/flows/test_b.py", "tests/test_c.py", "tests/test_d.py",
+        "tests/test_e.py")})
     record = tmp_path / "record"
     record.mkdir()
     r = _pytest(folder, record=record)
