@@ -1,8 +1,17 @@
-"""Backfill: reconcile a range of UTC days, one day at a time, resumable.
+"""Backfill: reconcile a range of UTC days, oldest first, in batches of days, resumable.
 
-A day whose marts already hold rows for it is skipped unless `force`, so a rerun after a
-failure carries on where it stopped. Each day runs the daily flow's steps (pull, build,
-validate, publish), so every day gets its own summary artifacts.
+The days still to do are cut into batches of at most `batch_days` consecutive days. Each batch
+is one build (`recon.pipeline.run --from FIRST --to LAST`: its files landed, its days' marts
+built together), one data-quality gate over the batch's days and files, then every day's
+summary artifacts, after which each day is recorded as published (`meta.published_days`).
+A batch's build reads what its window depends on once instead of once per day, and its gate
+imports and runs Great Expectations once: a 30-day backfill is several times faster than day
+by day (bench/README.md, session 17).
+
+A day already published is skipped unless `force` (with the gate on: published after a gate
+that passed). A day whose build or gate failed was not published, so a rerun builds it again:
+a critical failure stops the backfill at that batch, and a rerun resumes there. `batch_days=1`
+builds and gates day by day (a failure then holds back one day, not a batch).
 
     python flows/backfill.py --start 2026-06-01 --end 2026-06-07 --landing-dir DIR --db PATH
 """
@@ -18,37 +27,47 @@ from prefect.cache_policies import NO_CACHE
 
 try:
     from flows.common import days_between, logger
-    from flows.daily_reconciliation import pull_provider_window, reconcile_day
+    from flows.daily_reconciliation import (
+        build_marts,
+        publish_summary,
+        pull_provider_window,
+        validate_marts,
+    )
 except ImportError:  # pragma: no cover - the project is not installed
     from common import days_between, logger  # type: ignore
-    from daily_reconciliation import pull_provider_window, reconcile_day  # type: ignore
+    from daily_reconciliation import (  # type: ignore
+        build_marts,
+        publish_summary,
+        pull_provider_window,
+        validate_marts,
+    )
+
+BATCH_DAYS = 7
 
 
 @task(cache_policy=NO_CACHE)
-def days_done(db: str, days: list[date]) -> list[date]:
-    """Days among `days` for which marts.resource_day already holds rows."""
+def days_done(db: str, days: list[date], validation: bool = True) -> list[date]:
+    """Days among `days` already published (with `validation`: after a gate that passed).
+
+    Marts rows alone do not make a day done: a day's build commits before its gate, so a day
+    whose gate failed has rows and was never published (recon.published)."""
+    from recon.published import published
     from recon.warehouse import connect
 
     if not Path(db).exists():
         return []
     con = connect(db, read_only=True)
     try:
-        have = con.execute("select count(*) from information_schema.tables "
-                           "where table_schema = 'marts' and table_name = 'resource_day'"
-                           ).fetchone()[0]
-        if not have:
-            return []
-        rows = con.execute("select distinct day from marts.resource_day where day between ? and ?",
-                           [min(days), max(days)]).fetchall()
+        return published(con, days, validated=validation)
     finally:
         con.close()
-    return sorted(r[0] for r in rows if r[0] in set(days))
 
 
 @flow(name="backfill", flow_run_name="backfill-{start}..{end}")
 def backfill(start: str, end: str, landing_dir: str = "data/landing",
              db: str = "data/recon.duckdb", config: str | None = None, force: bool = False,
-             pull_provider: bool = False, validation: bool = True) -> dict:
+             pull_provider: bool = False, validation: bool = True,
+             batch_days: int = BATCH_DAYS) -> dict:
     """Reconcile every UTC day from start to end (both included), oldest first.
 
     Args:
@@ -57,29 +76,39 @@ def backfill(start: str, end: str, landing_dir: str = "data/landing",
         landing_dir: Landing area to load (relative to the worker's working directory).
         db: DuckDB warehouse file.
         config: recon TOML. Default: LANDING_DIR/recon.toml.
-        force: Rebuild days whose marts already exist.
+        force: Rebuild days already published.
         pull_provider: First pull Runpod billing once for the days still to build (the
             connector splits it into 7-day requests; tag `runpod-api`).
-        validation: Run the data-quality gate after each day's build; a critical failure
-            stops the backfill at that day (a rerun resumes there).
+        validation: Run the data-quality gate after each batch's build; a critical failure
+            stops the backfill at that batch, nothing of it published (a rerun resumes there).
+        batch_days: Most consecutive days built and gated together (1: day by day).
     """
+    from recon.published import batches
+
+    if batch_days < 1:
+        raise ValueError(f"batch_days must be at least 1, got {batch_days}")
     days = days_between(start, end)
-    done = set() if force else set(days_done(str(db), days))
+    done = set() if force else set(days_done(str(db), days, validation))
     log = logger()
-    out = {"built": [], "skipped": []}
+    out = {"built": [], "skipped": [], "batches": []}
     todo = [d for d in days if d not in done]
+    for day in sorted(done):
+        log.info("%s: already published, skipped (force=true rebuilds it)", day)
+        out["skipped"].append(day.isoformat())
     if pull_provider and todo:
         pull_provider_window(str(landing_dir), todo[0], todo[-1])
-    for day in days:
-        if day in done:
-            log.info("%s: marts already hold this day, skipped (force=true rebuilds it)", day)
-            out["skipped"].append(day.isoformat())
-            continue
-        reconcile_day(day, str(landing_dir), str(db), str(config) if config else None,
-                      validation=validation)
-        out["built"].append(day.isoformat())
-    log.info("backfill %s..%s: %d built, %d skipped", days[0], days[-1], len(out["built"]),
-             len(out["skipped"]))
+    cfg = str(config) if config else None
+    for batch in batches(todo, batch_days):
+        first, last = batch[0], batch[-1]
+        load = build_marts(str(landing_dir), str(db), first, cfg, last_day=last)
+        checked = (validate_marts(str(db), first, last) if validation
+                   else {"skipped": "validation=false"})
+        for day in batch:
+            publish_summary(str(db), day, load, checked)
+            out["built"].append(day.isoformat())
+        out["batches"].append([first.isoformat(), last.isoformat()])
+    log.info("backfill %s..%s: %d built in %d batch(es), %d skipped", days[0], days[-1],
+             len(out["built"]), len(out["batches"]), len(out["skipped"]))
     return out
 
 
@@ -90,12 +119,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--landing-dir", default="data/landing")
     p.add_argument("--db", default="data/recon.duckdb")
     p.add_argument("--config")
-    p.add_argument("--force", action="store_true", help="rebuild days that already exist")
+    p.add_argument("--force", action="store_true", help="rebuild days already published")
     p.add_argument("--pull-provider", action="store_true", help="pull Runpod billing first")
     p.add_argument("--no-validate", action="store_true", help="skip the data-quality gate")
+    p.add_argument("--batch-days", type=int, default=BATCH_DAYS,
+                   help=f"most days built and gated together (default {BATCH_DAYS}; 1: day by day)")
     a = p.parse_args(argv)
     backfill(start=a.start, end=a.end, landing_dir=a.landing_dir, db=a.db, config=a.config,
-             force=a.force, pull_provider=a.pull_provider, validation=not a.no_validate)
+             force=a.force, pull_provider=a.pull_provider, validation=not a.no_validate,
+             batch_days=a.batch_days)
 
 
 if __name__ == "__main__":

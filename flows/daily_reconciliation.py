@@ -80,45 +80,53 @@ def pull_provider_window(landing_dir: str, start: date, end: date,
 
 @task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
 def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
-                settle_seconds: int = 0) -> dict:
-    """Land new/changed files of the landing area and build the marts for one UTC day."""
+                settle_seconds: int = 0, last_day: date | None = None) -> dict:
+    """Land new/changed files of the landing area and build the marts for one UTC day, or
+    for the window `day`..`last_day` in one build (a backfill's batch)."""
     from recon.pipeline import run
 
-    res = run(landing_dir, db, config, day_from=day, day_to=day, settle_seconds=settle_seconds)
+    last_day = last_day or day
+    res = run(landing_dir, db, config, day_from=day, day_to=last_day,
+              settle_seconds=settle_seconds)
     log = logger()
-    log.info("landed %d files: %d records in = %d loaded + %d quarantined + %d skipped; "
-             "%d quarantined in staging", len(res.files), res.records_in, res.loaded,
-             res.quarantined, res.skipped, res.staging_quarantined)
+    log.info("%s: landed %d files: %d records in = %d loaded + %d quarantined + %d skipped; "
+             "%d quarantined in staging", _window(day, last_day), len(res.files), res.records_in,
+             res.loaded, res.quarantined, res.skipped, res.staging_quarantined)
     if res.quarantined or res.staging_quarantined:
         log.warning("%d record(s) quarantined: run `recon quarantine --db %s`",
                     res.quarantined + res.staging_quarantined, db)
-    return {"files": len(res.files), "records_in": res.records_in, "loaded": res.loaded,
+    return {"window": [day.isoformat(), last_day.isoformat()],
+            "files": len(res.files), "records_in": res.records_in, "loaded": res.loaded,
             "quarantined": res.quarantined, "skipped": res.skipped,
             "staging_quarantined": res.staging_quarantined,
             "timings": {k: round(v, 3) for k, v in res.timings.items()}}
 
 
 @task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
-def validate_marts(db: str, day: date) -> dict:
+def validate_marts(db: str, day: date, last_day: date | None = None) -> dict:
     """VALIDATION GATE: raise here to fail the run loudly before anything is published.
 
     Runs `recon.validate.validate` (the Great Expectations suites of expectations/, results
-    in marts.validation_results) when that module exists; any critical failure raises with
-    the report. Warnings are logged and shown in the summary. A day without billed rows is
-    only a warning (an idle fleet is possible).
+    in marts.validation_results) when that module exists, on one day or on the window
+    `day`..`last_day` (a backfill's batch: one gate for the batch's days and files); any
+    critical failure raises with the report. Warnings are logged and shown in the summary. A
+    day without billed rows is only a warning (an idle fleet is possible).
     """
     from recon.warehouse import connect
 
+    last_day = last_day or day
     log = logger()
     con = connect(db, read_only=True)
     try:
-        n = con.execute("select count(*) from marts.resource_day where day = ?",
-                        [day]).fetchone()[0]
+        have = {r[0] for r in con.execute(
+            "select distinct day from marts.resource_day where day between ? and ?",
+            [day, last_day]).fetchall()}
     finally:
         con.close()
-    if n == 0:
-        log.warning("no billed or active resource on %s in %s: is the landing area complete "
-                    "for that day?", day, db)
+    for d in (day + timedelta(days=i) for i in range((last_day - day).days + 1)):
+        if d not in have:
+            log.warning("no billed or active resource on %s in %s: is the landing area "
+                        "complete for that day?", d, db)
     try:
         from recon.validate import Scope, validate
     except ImportError:
@@ -126,18 +134,19 @@ def validate_marts(db: str, day: date) -> dict:
         return {"skipped": "recon.validate not available"}
     from prefect.runtime import flow_run
 
-    run_id = f"{day}/{flow_run.id or 'local'}"
+    run_id = f"{_window(day, last_day)}/{flow_run.id or 'local'}"
     con = connect(db)
     try:
-        # the day's rows and the files landed since the last passed gate: its cost follows the
-        # day, not the history (recon.validate.Scope)
-        report = validate(con, run_id, scope=Scope.for_run(con, day, day))
+        # the window's rows and the files landed since the last passed gate: its cost follows
+        # the days, not the history (recon.validate.Scope)
+        report = validate(con, run_id, scope=Scope.for_run(con, day, last_day))
     finally:
         con.close()
     for w in report.warnings:
         log.warning("validation warning: %s", w)
     if not report.success:
-        raise RuntimeError(f"validation failed, nothing published for {day}:\n{report.summary()}")
+        raise RuntimeError(f"validation failed, nothing published for "
+                           f"{_window(day, last_day)}:\n{report.summary()}")
     log.info("validation %s: %d expectations, %d passed, %d warnings (%.1f s)", run_id,
              report.evaluated, report.passed, len(report.warnings), report.seconds)
     return {"run_id": run_id, "evaluated": report.evaluated, "passed": report.passed,
@@ -211,7 +220,9 @@ def render_markdown(day: date, db: str, summary: dict | None, findings: list[dic
                   for i, f in enumerate(top, 1)]
         lines.append("")
     if load:
-        lines.append(f"Input: {load['files']} files, {load['records_in']} records: "
+        first, last = load.get("window") or (str(day), str(day))
+        built = "" if first == last else f" (the build of {first}..{last}, this day's batch)"
+        lines.append(f"Input{built}: {load['files']} files, {load['records_in']} records: "
                      f"{load['loaded']} loaded, {load['quarantined']} quarantined at load, "
                      f"{load['staging_quarantined']} quarantined in staging, {load['skipped']} "
                      f"skipped (not billing data).")
@@ -232,7 +243,9 @@ def render_markdown(day: date, db: str, summary: dict | None, findings: list[dic
 def publish_summary(db: str, day: date, load: dict | None = None,
                     validation: dict | None = None) -> dict:
     """A markdown artifact (the day's money by category, top findings) and a table artifact
-    (every finding of the day). Returns the summary with amounts as strings."""
+    (every finding of the day); then the day is recorded as published (`meta.published_days`,
+    with the gate's run id), which is what a backfill skips. Returns the summary with amounts
+    as strings."""
     summary, findings = day_summary(db, day)
     create_markdown_artifact(render_markdown(day, db, summary, findings, load, validation),
                              key=SUMMARY_KEY,
@@ -242,10 +255,27 @@ def publish_summary(db: str, day: date, load: dict | None = None,
     create_table_artifact(rows, key=FINDINGS_KEY,
                           description=f"Findings for {day} (UTC), most money first"
                           + (f"; {more} more in marts.findings" if more > 0 else ""))
+    _mark_published(db, day, validation)
     out = {k: _cell(v) for k, v in (summary or {"day": day, "findings": 0}).items()}
     logger().info("%s: billed %s USD, %s findings, %s USD at stake", day,
                   out.get("billed", "0.00"), out["findings"], out.get("at_stake", "0.00"))
     return out
+
+
+def _mark_published(db: str, day: date, validation: dict | None) -> None:
+    """The day is done: a backfill skips it from now on (recon.published)."""
+    from recon.published import mark_published
+    from recon.warehouse import connect
+
+    con = connect(db)
+    try:
+        mark_published(con, [day], (validation or {}).get("run_id"))
+    finally:
+        con.close()
+
+
+def _window(day: date, last_day: date) -> str:
+    return str(day) if last_day == day else f"{day}..{last_day}"
 
 
 # -------------------------------------------------------------------------------------- flow
@@ -259,7 +289,7 @@ def _run_name() -> str:
 def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = None,
                   pull_provider: bool = False, trailing_days: int = 1,
                   validation: bool = True, settle_seconds: int = 0) -> dict:
-    """The daily steps in order; shared by the daily flow and the backfill flow."""
+    """The daily steps in order (the daily flow; a backfill runs them by batches of days)."""
     if pull_provider:
         if trailing_days < 1:
             raise ValueError("trailing_days must be at least 1")
