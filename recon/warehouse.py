@@ -23,8 +23,20 @@ import duckdb
 from .config import Config, is_config_file
 from .incremental import StagingState, create_deduped, next_rowid
 from .ingest.load import (
-    TABLES, TS_CHECKED, FileResult, arrow_bad, arrow_rows, is_list_candidate, land_jsonl,
-    land_list, prepare_list, read_file, row_group_parts, sha256_of, ts_ok_sql,
+    TABLES,
+    TS_CHECKED,
+    FileResult,
+    arrow_bad,
+    arrow_query,
+    arrow_rows,
+    is_list_candidate,
+    land_jsonl,
+    land_list,
+    prepare_list,
+    read_file,
+    row_group_parts,
+    sha256_of,
+    ts_ok_sql,
 )
 
 log = logging.getLogger(__name__)
@@ -217,11 +229,8 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
                 if r.rows[t]:
                     _insert_rows(con, t, arrow_rows(r, t))
             if r.bad:
-                con.register("_recon_bad", arrow_bad(r))
-                try:
-                    con.execute("insert into raw.quarantine by name select * from _recon_bad")
-                finally:
-                    con.unregister("_recon_bad")
+                arrow_query(con, "_recon_bad", arrow_bad(r),
+                            "insert into raw.quarantine by name select * from _recon_bad")
             con.execute("insert into raw.files values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [display, r.kind, digest, size, r.records_in, r.loaded,
                          r.quarantined, r.skipped, r.skip_reason])
@@ -251,12 +260,9 @@ def _insert_rows(con, table: str, tbl) -> None:
     have to rewrite row groups to merge them), with the same `ts_ok` as the DuckDB paths."""
     ts = f", {ts_ok_sql(TS_CHECKED[table], 'json(doc)')} as ts_ok" if table in TS_CHECKED else ""
     for a, b in row_group_parts(tbl.num_rows):
-        con.register("_recon_rows", tbl.slice(a, b - a))
-        try:
-            con.execute(f"insert into raw.{table} by name "
-                        f"select * replace (json(doc) as doc){ts} from _recon_rows")
-        finally:
-            con.unregister("_recon_rows")
+        arrow_query(con, "_recon_rows", tbl.slice(a, b - a),
+                    f"insert into raw.{table} by name "
+                    f"select * replace (json(doc) as doc){ts} from _recon_rows")
 
 
 def _note_first_rowids(con) -> None:

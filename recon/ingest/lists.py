@@ -18,7 +18,7 @@ from .jsonl import (
     row_group_parts,
 )
 from .list_scan import ListLayout, scan_list
-from .reader import FileResult, _cluster_of, _guard, _k8s, ts_ok_sql
+from .reader import FileResult, _cluster_of, _guard, _k8s, arrow_query, ts_ok_sql
 
 # ------------------------------------------------------------------ fast path: big Kubernetes lists
 #
@@ -114,13 +114,9 @@ def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | N
             # groups' worth in one INSERT (tests/test_row_groups.py)
             for a, b in row_group_parts(table.num_rows):
                 part = table.slice(a, b - a)
-                con.register("_recon_chunk", part)
-                try:
-                    landed = con.execute(insert).fetchone()[0]
-                    if landed != part.num_rows:
-                        slow += con.execute(rest).fetchall()
-                finally:
-                    con.unregister("_recon_chunk")
+                landed = arrow_query(con, "_recon_chunk", part, insert).fetchall()[0][0]
+                if landed != part.num_rows:
+                    slow += arrow_query(con, "_recon_chunk", part, rest).fetchall()
                 n += landed
             for i, text in slow:  # (an item's text runs to the next one: trailing blanks)
                 loc = f"items[{i}]"

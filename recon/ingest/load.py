@@ -29,6 +29,7 @@ from .reader import (  # noqa: F401
     TS_CHECKED,
     FileResult,
     arrow_bad,
+    arrow_query,
     arrow_rows,
     read_file,
     sha256_of,

@@ -396,3 +396,17 @@ def arrow_bad(res: FileResult) -> pa.Table:
     data = {c: [b.get(c) for b in res.bad] for c in cols}
     data["source_file"] = [res.path] * len(res.bad)
     return _table(data)
+
+
+def arrow_query(con, name: str, table: pa.Table, sql: str):
+    """Run `sql`, in which `name` is the Arrow `table`; returns DuckDB's relation of the result
+    (an INSERT runs here; fetch a SELECT's rows from it).
+
+    Not `con.register`: a view registered and dropped inside a transaction stays in the
+    catalog until the transaction ends, and with it the Arrow table and every buffer it
+    points to. Landing runs in its caller's one transaction and hands DuckDB its reading
+    buffers zero-copy, so each landed file's 64 MiB buffer and line offsets were held until
+    the commit: +80 MB per 21 MB pod watch file, 2.8 GB at the end of landing 30 days at 100
+    nodes (bench/README.md, session 17). A relation's query binds the table for the statement
+    alone (tests/test_landing_memory.py)."""
+    return con.from_arrow(table).query(name, sql)

@@ -1,0 +1,87 @@
+"""Landing hands DuckDB no buffer that outlives its statement.
+
+Landing runs inside its caller's one transaction and gives DuckDB its reading buffers
+zero-copy (Arrow over a 64 MiB bytearray per file). A view made with `con.register` and
+dropped with `unregister` stays in the catalog until the transaction ends, and with it the
+Arrow table and its buffers: every landed file's buffer was held until the commit (2.8 GB at
+the end of landing 30 days at 100 nodes, bench/README.md session 17). These tests fail on it.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from recon.ingest import jsonl
+from recon.ingest.reader import arrow_query
+from recon.simulate import simulate
+from recon.warehouse import connect, load_folder
+
+
+def _zero_copy(buf: bytearray) -> pa.Table:
+    n = len(buf) // 8
+    return pa.table({"n": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(buf)])})
+
+
+@pytest.mark.parametrize("how", ["arrow_query", "register"])
+def test_a_statement_lets_go_of_its_arrow_table_inside_a_transaction(how):
+    con = duckdb.connect()
+    con.execute("create table t (n bigint)")
+    con.execute("begin")
+    buf = bytearray(8 * 1000)
+    tbl = _zero_copy(buf)
+    if how == "arrow_query":
+        arrow_query(con, "_x", tbl, "insert into t select n from _x")
+    else:  # what landing did: DuckDB keeps the dropped view, and the table, until the commit
+        con.register("_x", tbl)
+        con.execute("insert into t select n from _x")
+        con.unregister("_x")
+    del tbl
+    if how == "arrow_query":
+        buf.extend(b"\0" * 8)  # resizable: nothing exports the buffer any more
+    else:
+        with pytest.raises(BufferError):
+            buf.extend(b"\0" * 8)
+    con.execute("commit")
+    buf.extend(b"\0" * 8)  # the commit drops the view
+    assert con.execute("select count(*) from t").fetchall() == [(1000,)]
+
+
+def test_an_insert_runs_once_however_often_its_result_is_read():
+    con = duckdb.connect()
+    con.execute("create table t (n bigint)")
+    tbl = pa.table({"n": [1, 2, 3]})
+    res = arrow_query(con, "_x", tbl, "insert into t select n from _x returning n")
+    assert con.execute("select count(*) from t").fetchall() == [(3,)]  # ran, before any fetch
+    assert res.fetchall() == [(1,), (2,), (3,)] == res.fetchall()
+    count = arrow_query(con, "_x", tbl, "insert into t select n from _x")
+    assert count.fetchall() == [(3,)] == count.fetchall()
+    assert con.execute("select count(*) from t").fetchall() == [(6,)]
+    sel = arrow_query(con, "_x", tbl, "select sum(n) from _x where n > 1")
+    assert sel.fetchall() == [(5,)]
+
+
+def test_landing_in_the_callers_transaction_holds_no_reading_buffer(tmp_path):
+    simulate(tmp_path / "in", seed=5, days=1, nodes=2, endpoints=1)
+    con = connect(tmp_path / "w.duckdb")
+    con.execute("begin")
+    arrow_before = pa.total_allocated_bytes()
+    tracemalloc.start()
+    try:
+        results = load_folder(con, tmp_path / "in", transaction=False)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    arrow_held = pa.total_allocated_bytes() - arrow_before
+    fast = [r for r in results if r.kind == "jsonl" and r.loaded]
+    assert len(fast) >= 3  # pod watch, jobs and workers files took the DuckDB path
+    # each of them read through a FAST_CHUNK buffer; none is left while the transaction is open
+    assert peak >= jsonl.FAST_CHUNK
+    assert held < jsonl.FAST_CHUNK // 4, f"{held / 2**20:.0f} MiB still held in the transaction"
+    assert arrow_held < 4 << 20, f"{arrow_held / 2**20:.1f} MiB of Arrow memory still held"
+    con.execute("commit")
+    n = con.execute("select sum(records_loaded) from raw.files").fetchall()[0][0]
+    assert n == sum(r.loaded for r in results) > 0
