@@ -64,7 +64,9 @@ def test_an_insert_runs_once_however_often_its_result_is_read():
     assert sel.fetchall() == [(5,)]
 
 
-def test_landing_in_the_callers_transaction_holds_no_reading_buffer(tmp_path):
+def test_landing_in_the_callers_transaction_holds_no_reading_buffer(tmp_path, monkeypatch):
+    # every file read through a FAST_CHUNK buffer, as big files are (small ones get less)
+    monkeypatch.setattr(jsonl, "_buffer_size", lambda path: jsonl.FAST_CHUNK)
     simulate(tmp_path / "in", seed=5, days=1, nodes=2, endpoints=1)
     con = connect(tmp_path / "w.duckdb")
     con.execute("begin")
@@ -85,3 +87,46 @@ def test_landing_in_the_callers_transaction_holds_no_reading_buffer(tmp_path):
     con.execute("commit")
     n = con.execute("select sum(records_loaded) from raw.files").fetchall()[0][0]
     assert n == sum(r.loaded for r in results) > 0
+
+
+def _land(folder, db):
+    con = connect(db)
+    try:
+        load_folder(con, folder)
+        out = {t: con.execute(f"select source_file, record_no, locator, doc::varchar from "
+                              f"raw.{t} order by all").fetchall()
+               for t in ("k8s_objects", "serverless_jobs", "runpod_inventory")}
+        out["quarantine"] = con.execute("select * from raw.quarantine "
+                                        "order by all").fetchall()
+        out["files"] = con.execute("select source_file, kind, sha256, records_in, records_loaded, "
+                                   "records_quarantined, records_skipped from raw.files "
+                                   "order by all").fetchall()
+        return out
+    finally:
+        con.close()
+
+
+def test_a_small_file_is_read_through_a_buffer_of_its_size(tmp_path):
+    simulate(tmp_path / "in", seed=5, days=1, nodes=2, endpoints=1)
+    watch = next((tmp_path / "in").rglob("watch-pods-*.jsonl"))
+    size = watch.stat().st_size
+    assert jsonl._buffer_size(watch) == size + 1 < jsonl.FAST_CHUNK
+    tracemalloc.start()
+    try:
+        chunks = [(c.n, bytes(c.data)) for c in jsonl._chunks(watch)]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert b"".join(d for _, d in chunks) == watch.read_bytes()
+    assert peak < 8 * size + (1 << 20) < jsonl.FAST_CHUNK  # no 64 MiB buffer for 130 KB
+
+
+def test_a_buffer_smaller_than_the_lines_still_lands_every_line(tmp_path, monkeypatch):
+    """What a file that grew after its size was taken goes through: the buffer fills before
+    the file ends, is read on and grown. The rows are those of a landing with whole buffers."""
+    simulate(tmp_path / "in", seed=5, days=1, nodes=2, endpoints=1)
+    whole = _land(tmp_path / "in", tmp_path / "a.duckdb")
+    monkeypatch.setattr(jsonl, "_buffer_size", lambda path: 64)  # shorter than any line
+    small = _land(tmp_path / "in", tmp_path / "b.duckdb")
+    assert small == whole
+    assert len(whole["k8s_objects"]) > 100 and len(whole["serverless_jobs"]) > 20
