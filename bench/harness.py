@@ -9,7 +9,9 @@ one table and writes bench/results/<git sha>-<scale>.json.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import mmap
 import os
 import platform
 import re
@@ -163,6 +165,49 @@ def ensure_sim(a) -> Path:
     done.write_text(json.dumps({"simulate_seconds": secs, **dir_stats(out / "input")}))
     print(f"  simulated in {secs:.1f} s", file=sys.stderr, flush=True)
     return out
+
+
+def split_files(src: Path, dst: Path, parts: int) -> Path:
+    """`dst`: a copy of the landing folder `src` in which every JSON Lines file is cut into
+    `parts` files of whole lines and about equal bytes (`<stem>-pNN.jsonl`; fewer when it has
+    fewer lines), the other files linked as they are. The collector writes one file per
+    resource and UTC hour, the simulator a few big ones: this is the day as many files
+    (session 17 found two per-file costs the simulator's layout hid). Cached (`.complete`)."""
+    done = dst / ".complete"
+    if done.exists():
+        return dst
+    if dst.exists():
+        shutil.rmtree(dst)
+    print(f"cutting {src} into {parts} files per JSON Lines file: {dst} (once; cached) ...",
+          file=sys.stderr, flush=True)
+    for p in sorted(src.rglob("*")):
+        if not p.is_file():
+            continue
+        out = dst / "input" / p.relative_to(src)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if p.suffix != ".jsonl":
+            try:
+                os.link(p, out)
+            except OSError:  # another file system
+                shutil.copy2(p, out)
+            continue
+        size = p.stat().st_size
+        if size == 0:
+            out.with_name(f"{out.stem}-p00.jsonl").touch()
+            continue
+        with open(p, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            cuts = [0]  # after the newline at or past each k/parts of the file
+            for k in range(1, parts):
+                j = m.find(b"\n", max(k * size // parts, cuts[-1]))
+                if j < 0 or j + 1 >= size:
+                    break
+                cuts.append(j + 1)
+            cuts.append(size)
+            for n, (a, b) in enumerate(itertools.pairwise(cuts)):
+                with open(out.with_name(f"{out.stem}-p{n:02d}.jsonl"), "wb") as w:
+                    w.write(m[a:b])
+    done.write_text(json.dumps(dir_stats(dst / "input")))
+    return dst
 
 
 # ----------------------------------------------------------------------------- child: one run
@@ -787,6 +832,8 @@ def main(argv=None) -> None:
                     "the pipeline's connection: what a cap would cost (the product sets none)")
     ap.add_argument("--cold-imports", action="store_true", help="runs without cached bytecode "
                     "(as this machine's environment is set up: every import compiles)")
+    ap.add_argument("--split-files", type=int, default=0, metavar="N", help="cut every JSON "
+                    "Lines file into N files first (as a collector's hourly files; cached)")
     ap.add_argument("--label", default="", help="suffix for the results file name")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"))
     a = ap.parse_args(argv)
@@ -808,6 +855,13 @@ def main(argv=None) -> None:
     last_day = START_DAY + timedelta(days=a.days - 1)
     day = a.day or (last_day.isoformat() if a.days == 1 else None)
     key = f"input-{inp.parent.name if inp.name == 'input' else inp.name}" if a.input else scale_key(a)
+    if a.split_files > 1:
+        if a.history or a.history_only:
+            ap.error("--split-files cuts one landing folder: not with --history")
+        split = split_files(inp, CACHE / f"{key}-split{a.split_files}-{sim.name}", a.split_files)
+        inp, key = split / "input", f"{key}-split{a.split_files}"
+        meta = {**json.loads((split / ".complete").read_text()),
+                "simulate_seconds": meta.get("simulate_seconds")}
     res = {"key": key, "sha": sha, "dirty": dirty, "argv": argv, "root": str(ROOT),
            "params": {k: v for k, v in vars(a).items() if k != "compare"},
            "input": {"files": meta["files"], "bytes": meta["bytes"],

@@ -309,6 +309,33 @@ def test_harness_splits_a_simulation_into_daily_landing_folders(tmp_path):
     assert daily.execute("select count(*) from raw.quarantine").fetchone()[0] == 0
 
 
+def test_harness_cuts_every_jsonl_file_into_parts_of_whole_lines(tmp_path):
+    from recon.simulate import simulate
+
+    h = _harness()
+    simulate(tmp_path / "sim", seed=3, days=1, nodes=4, endpoints=2)
+    out = h.split_files(tmp_path / "sim", tmp_path / "cut", 4) / "input"
+    for p in (tmp_path / "sim").rglob("*"):
+        if not p.is_file():
+            continue
+        rel = p.relative_to(tmp_path / "sim")
+        if p.suffix != ".jsonl":
+            assert (out / rel).read_bytes() == p.read_bytes()
+            continue
+        parts = sorted((out / rel).parent.glob(f"{p.stem}-p*.jsonl"))
+        lines = p.read_bytes().splitlines(keepends=True)
+        assert 1 <= len(parts) <= min(4, len(lines))
+        assert all(q.read_bytes().endswith(b"\n") for q in parts)  # whole lines only
+        assert b"".join(q.read_bytes() for q in parts) == p.read_bytes()
+        if len(lines) >= 40:
+            assert len(parts) == 4
+    # the cut folder lands the same records as the whole one
+    a = sum(r.records_in for r in load_folder(connect(tmp_path / "a.duckdb"), tmp_path / "sim"))
+    b = sum(r.records_in for r in load_folder(connect(tmp_path / "b.duckdb"), out))
+    assert a == b > 0
+    assert h.split_files(tmp_path / "sim", tmp_path / "cut", 4) == tmp_path / "cut"  # cached
+
+
 def test_harness_child_reports_every_stage(tmp_path):
     from recon.simulate import simulate
 
