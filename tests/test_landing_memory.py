@@ -130,3 +130,25 @@ def test_a_buffer_smaller_than_the_lines_still_lands_every_line(tmp_path, monkey
     small = _land(tmp_path / "in", tmp_path / "b.duckdb")
     assert small == whole
     assert len(whole["k8s_objects"]) > 100 and len(whole["serverless_jobs"]) > 20
+
+
+def test_a_gzip_file_that_inflates_past_its_buffer_lands_every_line(tmp_path):
+    import gzip
+
+    simulate(tmp_path / "sim", seed=5, days=1, nodes=2, endpoints=1)
+    jobs = next((tmp_path / "sim").rglob("serverless-jobs.jsonl")).read_bytes()
+    text = jobs * 300  # repeats deflate far more than 16x: the buffer is smaller than the data
+    for name, data in (("plain", text), ("gz", gzip.compress(text))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "serverless-jobs.jsonl").write_bytes(data)
+    gz = tmp_path / "gz" / "serverless-jobs.jsonl"
+    assert jsonl._buffer_size(gz) == jsonl.GZIP_MIN_BUFFER < len(text)
+    plain, packed = _land(tmp_path / "plain", tmp_path / "a.duckdb"), _land(
+        tmp_path / "gz", tmp_path / "b.duckdb")
+    rows = [r[1:] for r in plain["serverless_jobs"]]
+    assert rows == [r[1:] for r in packed["serverless_jobs"]]
+    assert len(rows) == jobs.count(b"\n") * 300
+    assert [(f[1], *f[3:]) for f in plain["files"]] == [(f[1], *f[3:]) for f in packed["files"]]
+    import hashlib  # a gzip file's sha256 is of its own bytes, as landed
+
+    assert packed["files"][0][2] == hashlib.sha256(gz.read_bytes()).hexdigest()
