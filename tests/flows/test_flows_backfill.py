@@ -11,21 +11,13 @@ from __future__ import annotations
 from datetime import date, timedelta
 from types import SimpleNamespace
 
-import duckdb
 import pytest
+
+from tests.flows.duck import q
 
 DAY = date(2026, 6, 1)
 DAY2 = date(2026, 6, 2)
 MARTS = ("resource_day", "billed_segments", "findings")
-
-
-def q(db, sql, params=()):
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        con.execute("set TimeZone = 'UTC'")
-        return con.execute(sql, list(params)).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.fixture

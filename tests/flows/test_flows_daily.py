@@ -9,19 +9,11 @@ import json
 import re
 from decimal import Decimal
 
-import duckdb
 import pytest
 
+from tests.flows.duck import q
+
 CENT = Decimal("0.01")
-
-
-def q(db, sql, params=()):
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        con.execute("set TimeZone = 'UTC'")
-        return con.execute(sql, list(params)).fetchall()
-    finally:
-        con.close()
 
 
 def money(v) -> Decimal:
