@@ -471,24 +471,21 @@ def _land_chunks(con, path: Path, mode: _Mode, insert: str, res: FileResult, has
     for c in _chunks(path, hasher):
         n = c.n
         if c.table is not None:
-            try:
-                def chunk(sql: str, table=c.table):
-                    return arrow_query(con, "_recon_chunk", table, sql)
+            def chunk(sql: str, table=c.table):
+                return arrow_query(con, "_recon_chunk", table, sql)
 
-                if mode.items:
-                    record_no = chunk(insert).fetchnumpy()["record_no"]
-                    rows, lines = len(record_no), int((record_no == 0).sum())
-                else:
-                    rows = lines = chunk(insert).fetchall()[0][0]
-                first = [] if mode.python_first is None else [r[0] for r in chunk(
-                    f"select line_no from _recon_chunk where {mode.python_first} "
-                    f"order by line_no").fetchall()]
-                if lines + len(first) == n:  # every other line landed: the usual case
-                    py_lines = [k - no0 - 1 for k in first]
-                else:
-                    py_lines = [r[0] - no0 - 1 for r in chunk(mode.python_lines_sql()).fetchall()]
-            finally:
-                c.table = None
+            if mode.items:
+                record_no = chunk(insert).fetchnumpy()["record_no"]
+                rows, lines = len(record_no), int((record_no == 0).sum())
+            else:
+                rows = lines = chunk(insert).fetchall()[0][0]
+            first = [] if mode.python_first is None else [r[0] for r in chunk(
+                f"select line_no from _recon_chunk where {mode.python_first} "
+                f"order by line_no").fetchall()]
+            if lines + len(first) == n:  # every other line landed: the usual case
+                py_lines = [k - no0 - 1 for k in first]
+            else:
+                py_lines = [r[0] - no0 - 1 for r in chunk(mode.python_lines_sql()).fetchall()]
             res.records_in += rows
             res.loaded += rows
         else:
