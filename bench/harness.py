@@ -793,6 +793,20 @@ def compare(a: Path, b: Path) -> None:
     for k in ("process",):
         x, y = ra["run"]["peak_rss_mib"].get(k), rb["run"]["peak_rss_mib"].get(k)
         print(f"{'peak RSS MiB':<22}{x:>20,.0f}{y:>20,.0f}{y / x:8.2f}")
+    out = write_chart([a, b], RESULTS / f"compare-{a.stem}-vs-{b.stem}.svg")
+    print(f"\nchart: {out}")
+
+
+def write_chart(results: list[Path], out: Path) -> Path:
+    """bench/stage_chart.py's picture of the result files `results`, written to `out`."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_stage_chart", HERE / "stage_chart.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(mod.chart(results))
+    return out
 
 
 # ----------------------------------------------------------------------------- main
@@ -916,7 +930,8 @@ def main(argv=None) -> None:
         print_table(res)
     elif res.get("history"):
         print_table({**res, "run": res["history"]["dayN"]})
-    print(f"\nwritten: {RESULTS / name}")
+    chart = write_chart([RESULTS / name], (RESULTS / name).with_suffix(".svg"))
+    print(f"\nwritten: {RESULTS / name}\nchart: {chart}")
 
 
 if __name__ == "__main__":

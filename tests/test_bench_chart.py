@@ -1,0 +1,127 @@
+"""bench/stage_chart.py: the harness's picture of where a run's time goes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _run(medians: dict[str, float], total: str = "daily_total") -> dict:
+    stages = {k: {"median": v, "min": v * 0.9, "max": v * 1.2} for k, v in medians.items()}
+    t = sum(medians.values())
+    stages[total] = {"median": t, "min": t * 0.95, "max": t * 1.1}
+    stages["findings"] = {"median": 0.07, "min": 0.07, "max": 0.07}  # inside marts: not stacked
+    return {"stages": stages}
+
+
+def _rects(svg: str, cls: str) -> list[ET.Element]:
+    return [e for e in ET.fromstring(svg).iter(f"{SVG}rect") if e.get("class") == cls]
+
+
+def _lines(svg: str, cls: str) -> list[ET.Element]:
+    return [e for e in ET.fromstring(svg).iter(f"{SVG}line") if e.get("class") == cls]
+
+
+def _scale(svg: str) -> tuple[float, float]:
+    """(x of 0 s, pixels per second) from the first bar's first stage and the widest one."""
+    rects = _rects(svg, "stage")
+    wide = max(rects, key=lambda r: float(r.get("width")))
+    return float(rects[0].get("x")), float(wide.get("width")) / float(wide.get("data-seconds"))
+
+
+TARGET_PARAMS = {"nodes": 500, "scale": 27.0, "endpoints": 2500, "days": 1, "input": None,
+                 "history_only": False, "label": "x"}
+
+
+def test_each_bar_stacks_the_stage_medians_in_order_at_one_scale_and_marks_the_target():
+    c = _load("stage_chart")
+    a = {"landing": 9.5, "staging": 4.4, "intermediate": 1.7, "marts": 0.4, "commit": 1.0,
+         "run_other": 0.2, "gx_import": 2.0, "validation": 1.8, "exports": 0.25, "import": 0.15}
+    b = {k: v * 1.3 for k, v in a.items()}
+    res = {"run": _run(a), "params": TARGET_PARAMS,
+           "floor": {"scan": {"median": 1.3}, "extract": {"median": 5.7}}}
+    rows, target = c.rows_of(res, "a")
+    rows += c.rows_of({"run": _run(b), "params": {**TARGET_PARAMS, "nodes": 100}}, "b")[0]
+    assert target == (c.TARGET_DAY_SECONDS, pytest.approx(target[1]))
+    svg = c.stage_svg(rows, "t", target)
+    x0, px = _scale(svg)
+    stages = _rects(svg, "stage")
+    assert len(stages) == len(a) + len(b)  # findings (inside marts) is not stacked again
+    for medians, bar in ((a, stages[:len(a)]), (b, stages[len(a):])):
+        assert [r.get("data-stage") for r in bar] == [k for k in c.STACK if k in medians]
+        x = x0
+        for r in bar:  # contiguous, each as wide as its median at the chart's one scale
+            assert float(r.get("x")) == pytest.approx(x, abs=0.02)
+            assert float(r.get("width")) == pytest.approx(medians[r.get("data-stage")] * px, abs=0.02)
+            x += float(r.get("width"))
+        assert x - x0 == pytest.approx(sum(medians.values()) * px, abs=0.1)
+    floors = _rects(svg, "floor")
+    assert [float(f.get("width")) for f in floors] == pytest.approx([1.3 * px, 5.7 * px], abs=0.02)
+    (line,) = _lines(svg, "target")
+    assert float(line.get("x1")) == pytest.approx(x0 + 20 * px, abs=0.02)
+    whiskers = _lines(svg, "whisker")  # the measured total's min-max, one per bar
+    t = sum(a.values())
+    assert float(whiskers[0].get("x1")) == pytest.approx(x0 + 0.95 * t * px, abs=0.02)
+    assert float(whiskers[0].get("x2")) == pytest.approx(x0 + 1.1 * t * px, abs=0.02)
+
+
+def test_only_the_target_day_gets_the_20_second_line_and_history_gets_1_25x_the_day_alone():
+    c = _load("stage_chart")
+    m = {"landing": 3.0, "staging": 1.0}
+    for params in ({**TARGET_PARAMS, "nodes": 100}, {**TARGET_PARAMS, "days": 2},
+                   {**TARGET_PARAMS, "input": "/some/folder"}):
+        rows, target = c.rows_of({"run": _run(m, "pipeline_run"), "params": params}, "x")
+        assert target is None
+        assert not _lines(c.stage_svg(rows, "t", target), "target")
+    hist = {"history": {"day_n": 4, "history_days": 30, "day1": _run(m),
+                        "dayN_alone": _run({"landing": 4.0, "staging": 2.0}),
+                        "dayN": _run({"landing": 4.0, "staging": 2.0, "scope": 0.6})},
+            "params": {**TARGET_PARAMS, "days": 4, "history_only": True}}
+    rows, target = c.rows_of(hist, "h")
+    assert [r["label"] for r in rows] == ["h: day 1", "h: day 4 alone", "h: day 4 on 30 days"]
+    assert target[0] == pytest.approx(1.25 * 6.0)
+    svg = c.stage_svg(rows, "t", target)
+    x0, px = _scale(svg)
+    assert float(_lines(svg, "target")[0].get("x1")) == pytest.approx(x0 + 7.5 * px, abs=0.02)
+    assert "scope" in [r.get("data-stage") for r in _rects(svg, "stage")]
+
+
+def test_the_chart_draws_every_stage_a_harness_run_reports(tmp_path):
+    """A stage the harness times but the chart does not stack would vanish from the picture."""
+    from recon.simulate import simulate
+
+    h = _load("harness")
+    c = _load("stage_chart")
+    simulate(tmp_path / "sim", seed=3, days=1, nodes=4, endpoints=2)
+    (tmp_path / "sim" / "expected" / "ground_truth.json").unlink()
+    run = h.child_run({"input": str(tmp_path / "sim"), "db": str(tmp_path / "b.duckdb"),
+                       "day_from": "2026-06-01", "day_to": "2026-06-01",
+                       "export_day": "2026-06-01", "validation": False, "exports": True})
+    run["process_wall"] = 1.0
+    res = {"key": "k", "sha": "abc", "dirty": False, "params": {"label": "l"},
+           "machine": {"cpu": "cpu", "cpus": 2, "duckdb": "2"}, "run": h.summarise([run])}
+    totals = {"pipeline_run", "daily_total", "process_wall", "findings"}
+    timed = {k for k, v in res["run"]["stages"].items() if v["median"]} - totals
+    assert timed <= set(c.STACK), timed - set(c.STACK)
+    (tmp_path / "r.json").write_text(json.dumps(res))
+    out = h.write_chart([tmp_path / "r.json"], tmp_path / "out" / "r.svg")
+    svg = out.read_text()
+    drawn = {r.get("data-stage"): float(r.get("data-seconds")) for r in _rects(svg, "stage")}
+    assert set(drawn) == timed
+    for k in timed:
+        assert drawn[k] == pytest.approx(res["run"]["stages"][k]["median"], abs=1e-4)
+    assert "l (abc)" in svg and "k: where the time goes" in svg
