@@ -26,7 +26,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 try:
-    from flows.common import days_between, logger
+    from flows.common import days_between, limited, logger, tags_with_limits
     from flows.daily_reconciliation import (
         build_marts,
         publish_summary,
@@ -34,7 +34,7 @@ try:
         validate_marts,
     )
 except ImportError:  # pragma: no cover - the project is not installed
-    from common import days_between, logger  # type: ignore
+    from common import days_between, limited, logger, tags_with_limits  # type: ignore
     from daily_reconciliation import (  # type: ignore
         build_marts,
         publish_summary,
@@ -95,13 +95,14 @@ def backfill(start: str, end: str, landing_dir: str = "data/landing",
     for day in sorted(done):
         log.info("%s: already published, skipped (force=true rebuilds it)", day)
         out["skipped"].append(day.isoformat())
+    limits = tags_with_limits()  # a task carries a tag only for its limit (flows/common.py)
     if pull_provider and todo:
-        pull_provider_window(str(landing_dir), todo[0], todo[-1])
+        limited(pull_provider_window, limits)(str(landing_dir), todo[0], todo[-1])
     cfg = str(config) if config else None
     for batch in batches(todo, batch_days):
         first, last = batch[0], batch[-1]
-        load = build_marts(str(landing_dir), str(db), first, cfg, last_day=last)
-        checked = (validate_marts(str(db), first, last) if validation
+        load = limited(build_marts, limits)(str(landing_dir), str(db), first, cfg, last_day=last)
+        checked = (limited(validate_marts, limits)(str(db), first, last) if validation
                    else {"skipped": "validation=false"})
         for day in batch:
             publish_summary(str(db), day, load, checked)

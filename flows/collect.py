@@ -18,9 +18,23 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import wait
 
 try:
-    from flows.common import RUNPOD_TAG, logger, require_runpod_api_key, retry_transient
+    from flows.common import (
+        RUNPOD_TAG,
+        limited,
+        logger,
+        require_runpod_api_key,
+        retry_transient,
+        tags_with_limits,
+    )
 except ImportError:  # pragma: no cover - the project is not installed
-    from common import RUNPOD_TAG, logger, require_runpod_api_key, retry_transient  # type: ignore
+    from common import (  # type: ignore
+        RUNPOD_TAG,
+        limited,
+        logger,
+        require_runpod_api_key,
+        retry_transient,
+        tags_with_limits,
+    )
 
 
 def _cluster_source(kubeconfig: str | None, contexts) -> str | None:
@@ -101,7 +115,9 @@ def collect(landing_dir: str = "data/landing", kubeconfig: str | None = None,
         futures["kubernetes"] = collect_kubernetes.submit(
             str(landing_dir), kubeconfig, contexts, once, run_seconds, max_events)
     if runpod_inventory:
-        futures["runpod_inventory"] = snapshot_runpod_inventory.submit(str(landing_dir))
+        # a task carries a tag only for its limit (flows/common.py)
+        snapshot = limited(snapshot_runpod_inventory, tags_with_limits())
+        futures["runpod_inventory"] = snapshot.submit(str(landing_dir))
     wait(list(futures.values()))  # let both finish before either failure fails the flow
     return {name: fut.result() for name, fut in futures.items()}
 

@@ -16,6 +16,14 @@ from datetime import UTC, date, datetime, timedelta
 RUNPOD_TAG = "runpod-api"
 WAREHOUSE_TAG = "recon-warehouse"
 
+# The tags above exist for their limits. Prefect asks its API for a slot of every tag a task
+# run carries, whether a limit exists or not, and that request writes: on a server backed by
+# SQLite (the temporary server, `prefect server start` by default) it often meets the server's
+# own event writes, fails with `database is locked` (503) and is retried ~1.7 s later. The
+# daily flow on the 500-node day lost ~2 s to it (bench/README.md, session 18). So a flow run
+# reads which limits exist, once, and its tasks carry only the tags that have one.
+LIMIT_TAGS = (RUNPOD_TAG, WAREHOUSE_TAG)
+
 SECRET_BLOCK = "runpod-api-key"
 API_KEY_ENV = "RUNPOD_API_KEY"  # the connector's own default (connectors.runpod.settings)
 
@@ -31,6 +39,35 @@ def logger():
         return get_run_logger()
     except MissingContextError:
         return _fallback_log
+
+
+def tags_with_limits(tags=LIMIT_TAGS) -> frozenset[str]:
+    """Those of `tags` that have a concurrency limit on the Prefect API (v2 `tag:<tag>` limits
+    and the older tag limits alike: `prefect concurrency-limit create TAG N` makes either).
+    Reads only. If the API cannot tell, every tag is kept: a limit is never skipped."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    found = set()
+    try:
+        with get_client(sync_client=True) as client:
+            for tag in tags:
+                try:
+                    client.read_concurrency_limit_by_tag(tag)
+                    found.add(tag)
+                except ObjectNotFound:
+                    pass
+    except Exception as err:  # noqa: BLE001 - any failure: keep the tags, as before
+        _fallback_log.debug("concurrency limits not read (%s): every tag kept", type(err).__name__)
+        return frozenset(tags)
+    return frozenset(found)
+
+
+def limited(task, with_limits: frozenset[str]):
+    """`task` without those of LIMIT_TAGS that have no limit (`tags_with_limits`); its other
+    tags stay. The task itself is unchanged: this is a copy (`Task.with_options`)."""
+    keep = {t for t in task.tags if t in with_limits or t not in LIMIT_TAGS}
+    return task if keep == set(task.tags) else task.with_options(tags=keep)
 
 
 def runpod_api_key() -> tuple[str | None, str]:

@@ -23,19 +23,23 @@ try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.dail
     from flows.common import (
         RUNPOD_TAG,
         WAREHOUSE_TAG,
+        limited,
         logger,
         parse_day,
         require_runpod_api_key,
         retry_transient,
+        tags_with_limits,
     )
 except ImportError:  # pragma: no cover - the project is not installed
     from common import (  # type: ignore
         RUNPOD_TAG,
         WAREHOUSE_TAG,
+        limited,
         logger,
         parse_day,
         require_runpod_api_key,
         retry_transient,
+        tags_with_limits,
     )
 
 SUMMARY_KEY = "recon-daily-summary"
@@ -290,12 +294,15 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
                   pull_provider: bool = False, trailing_days: int = 1,
                   validation: bool = True, settle_seconds: int = 0) -> dict:
     """The daily steps in order (the daily flow; a backfill runs them by batches of days)."""
+    if pull_provider and trailing_days < 1:
+        raise ValueError("trailing_days must be at least 1")
+    limits = tags_with_limits()  # a task carries a tag only for its limit (flows/common.py)
     if pull_provider:
-        if trailing_days < 1:
-            raise ValueError("trailing_days must be at least 1")
-        pull_provider_window(landing_dir, day - timedelta(days=trailing_days - 1), day)
-    load = build_marts(landing_dir, db, day, config, settle_seconds)
-    checked = validate_marts(db, day) if validation else {"skipped": "validation=false"}
+        limited(pull_provider_window, limits)(landing_dir, day - timedelta(days=trailing_days - 1),
+                                              day)
+    load = limited(build_marts, limits)(landing_dir, db, day, config, settle_seconds)
+    checked = (limited(validate_marts, limits)(db, day) if validation
+               else {"skipped": "validation=false"})
     return publish_summary(db, day, load, checked)
 
 
