@@ -1,4 +1,5 @@
-"""bench/stage_chart.py: the harness's picture of where a run's time goes."""
+"""bench/stage_chart.py (the harness's picture of where a run's time goes) and bench/flow.py (the
+daily flow timed as users run it)."""
 
 from __future__ import annotations
 
@@ -125,3 +126,24 @@ def test_the_chart_draws_every_stage_a_harness_run_reports(tmp_path):
     for k in timed:
         assert drawn[k] == pytest.approx(res["run"]["stages"][k]["median"], abs=1e-4)
     assert "l (abc)" in svg and "k: where the time goes" in svg
+
+
+def test_the_flow_benchmark_times_a_real_flow_run_and_its_task_runs(tmp_path, monkeypatch):
+    """bench/flow.py: one fresh process runs the daily flow on a temporary Prefect API; the
+    task runs it reports are the flow's own, and they fit inside the flow's wall time."""
+    from recon.simulate import simulate
+
+    f = _load("flow")
+    h = f._harness()
+    monkeypatch.setattr(h, "CACHE", tmp_path)  # its warehouse and Prefect home: under tmp_path
+    simulate(tmp_path / "sim", seed=3, days=1, nodes=3, endpoints=1)
+    (tmp_path / "sim" / "expected" / "ground_truth.json").unlink()
+    r = f.run_once(h, tmp_path / "sim", "2026-06-01", validation=False)
+    assert set(r["tasks"]) == {"build_marts", "publish_summary"}  # no gate: validation=False
+    assert all(v > 0 for v in r["tasks"].values())
+    assert 0 <= r["orchestration"] < r["flow"] < r["process"]
+    assert r["orchestration"] == pytest.approx(r["flow"] - sum(r["tasks"].values()))
+    assert r["server_start"] > 0
+    s = f.summarise(h, [r, {**r, "flow": r["flow"] + 2, "tasks": r["tasks"]}])
+    assert s["flow"]["min"] == r["flow"] and s["flow"]["max"] == r["flow"] + 2
+    assert s["task build_marts"]["median"] == r["tasks"]["build_marts"]
