@@ -430,6 +430,17 @@ def write_svg(path: Path, samples: list[dict], day_marks: list[int], title: str)
 
 
 # --------------------------------------------------------------------------- main
+def _targets():
+    """bench/targets.py (issue #8's targets), loaded by path: bench/ is not a package."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_targets", Path(__file__).with_name(
+        "targets.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--days", type=int, default=1)
@@ -469,6 +480,8 @@ def main() -> None:
     ap.add_argument("--no-pin", action="store_true", help="do not pin collector/server to cores")
     ap.add_argument("--tracemalloc", action="store_true")
     ap.add_argument("--label", default="")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed "
+                    "(bench/targets.py)")
     ap.add_argument("--max-seconds", type=float, default=7200)
     args = ap.parse_args()
     if args.pods_per_day is None:
@@ -713,6 +726,8 @@ def main() -> None:
     name = f"collector-{git_key()}-d{args.days}-p{args.pods_per_day}" + (
         f"-{args.label}" if args.label else ""
     )
+    targets = _targets()
+    out["targets"] = targets.check_collector(summary)
     (res / f"{name}.json").write_text(json.dumps(out, indent=1, default=str))
     write_svg(
         res / f"{name}.svg",
@@ -727,6 +742,9 @@ def main() -> None:
     else:
         print(f"landing kept in {landing}")
     gc.collect()
+    print(targets.report(out["targets"]))
+    if args.check and not all(t["met"] for t in out["targets"]):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

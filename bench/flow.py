@@ -128,6 +128,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-validation", dest="validation", action="store_false")
     ap.add_argument("--label", default="")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed "
+                    "(bench/targets.py)")
     a = ap.parse_args(argv)
     h = _harness()
     sim = h.ensure_sim(a)
@@ -150,10 +152,15 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'':<28}{'median s':>10}{'min':>9}{'max':>9}")
     for k, v in res["summary"].items():
         print(f"{k:<28}{v['median']:>10.3f}{v['min']:>9.3f}{v['max']:>9.3f}")
+    targets = h.bench_module("targets")
+    res["targets"] = targets.check_flow(vars(a), res["summary"])
+    print("\n" + targets.report(res["targets"]))
     h.RESULTS.mkdir(parents=True, exist_ok=True)
     path = h.RESULTS / f"flow-{sha}{'-dirty' if dirty else ''}-{key}{'-' + a.label if a.label else ''}.json"
     path.write_text(json.dumps(res, indent=1, default=str))
     print(f"\nwritten: {path}")
+    if a.check and not all(t["met"] for t in res["targets"]):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -797,15 +797,20 @@ def compare(a: Path, b: Path) -> None:
     print(f"\nchart: {out}")
 
 
-def write_chart(results: list[Path], out: Path) -> Path:
-    """bench/stage_chart.py's picture of the result files `results`, written to `out`."""
+def bench_module(name: str):
+    """bench/<name>.py as a module (the bench scripts are not a package)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("bench_stage_chart", HERE / "stage_chart.py")
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", HERE / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def write_chart(results: list[Path], out: Path) -> Path:
+    """bench/stage_chart.py's picture of the result files `results`, written to `out`."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(mod.chart(results))
+    out.write_text(bench_module("stage_chart").chart(results))
     return out
 
 
@@ -850,6 +855,8 @@ def main(argv=None) -> None:
                     "Lines file into N files first (as a collector's hourly files; cached)")
     ap.add_argument("--label", default="", help="suffix for the results file name")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"))
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed "
+                    "(bench/targets.py)")
     a = ap.parse_args(argv)
     if a.input and (a.history or a.history_only):
         ap.error("--history simulates its daily landing area: not with --input")
@@ -923,6 +930,8 @@ def main(argv=None) -> None:
         res["history"] = history(a, sim)
     machine["loadavg"] = os.getloadavg()
     res["machine"] = machine
+    targets = bench_module("targets")
+    res["targets"] = targets.check_run(res)
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = f"{sha}{'-dirty' if dirty else ''}-{key}{'-' + a.label if a.label else ''}.json"
     (RESULTS / name).write_text(json.dumps(res, indent=1, default=str))
@@ -930,8 +939,11 @@ def main(argv=None) -> None:
         print_table(res)
     elif res.get("history"):
         print_table({**res, "run": res["history"]["dayN"]})
+    print("\n" + targets.report(res["targets"]))
     chart = write_chart([RESULTS / name], (RESULTS / name).with_suffix(".svg"))
     print(f"\nwritten: {RESULTS / name}\nchart: {chart}")
+    if a.check and not all(t["met"] for t in res["targets"]):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

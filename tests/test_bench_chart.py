@@ -147,3 +147,37 @@ def test_the_flow_benchmark_times_a_real_flow_run_and_its_task_runs(tmp_path, mo
     s = f.summarise(h, [r, {**r, "flow": r["flow"] + 2, "tasks": r["tasks"]}])
     assert s["flow"]["min"] == r["flow"] and s["flow"]["max"] == r["flow"] + 2
     assert s["task build_marts"]["median"] == r["tasks"]["build_marts"]
+
+
+def test_targets_hold_each_benchmark_to_the_issues_numbers():
+    t = _load("targets")
+    run = _run({"landing": 10.0, "staging": 5.0, "commit": 1.0}, "pipeline_run")  # 16 s
+    run["stages"]["daily_total"] = {"median": 23.7, "min": 23.2, "max": 23.8}
+    run["peak_rss_mib"] = {"process": 1074.0}
+    res = {"params": TARGET_PARAMS, "run": run,
+           "derived": {"reconciliation / floor_extract": 2.6}}
+    got = {x["target"]: x for x in t.check_run(res)}
+    day, gated = got["500-node day: the pipeline (land, build, commit)"], \
+        got["500-node day: with the gate and exports"]
+    assert day["value"] == 16.0 and day["met"] and not gated["met"]
+    assert got["peak RSS of the daily run"]["met"]
+    assert not got["reconciliation after landing / floor_extract"]["met"]  # 2.6 > 2.5
+    text = t.report(list(got.values()))
+    assert text.count("MISSED") == 2 and "23.70 s (<= 20.00)" in text
+    # another scale: no 500-node day targets, the others still apply
+    other = {x["target"] for x in t.check_run({**res, "params": {**TARGET_PARAMS, "nodes": 100}})}
+    assert other == {"peak RSS of the daily run"}  # the floor ratio too is held at scale only
+    # history: day N against the day alone
+    hist = {"params": {**TARGET_PARAMS, "history_only": True}, "history": {
+        "day_n": 4, "history_days": 30, "dayN": {**_run({"landing": 13.0}), "peak_rss_mib": {"process": 1600}},
+        "dayN_alone": _run({"landing": 10.0})}}
+    (ratio, peak) = t.check_run(hist)
+    assert ratio["value"] == pytest.approx(1.3) and not ratio["met"] and not peak["met"]
+    # the collector: at least, not at most
+    ok, flat = t.check_collector({"events_per_second": 15576,
+                                  "rss_slope_mib_per_million_events_after_warmup": 0.0})
+    assert ok["met"] and flat["met"] and not ok["at_most"]
+    assert not t.check_collector({"events_per_second": 4000,
+                                  "rss_slope_mib_per_million_events_after_warmup": 3})[0]["met"]
+    assert t.check_flow({**TARGET_PARAMS, "nodes": 100}, {"flow": {"median": 5}}) == []
+    assert not t.check_flow(TARGET_PARAMS, {"flow": {"median": 29.7}})[0]["met"]
