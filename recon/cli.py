@@ -46,6 +46,8 @@ def _print_validation(res) -> None:
 def print_summary(res) -> None:
     from .pipeline import SUMMARY_METRICS
 
+    if not res.days:
+        console.print("Reconciliation summary: no day with a billed or active resource.")
     t = Table(title="Reconciliation summary: USD (seconds)", title_justify="left")
     t.add_column("")
     for d in res.days:
@@ -58,7 +60,15 @@ def print_summary(res) -> None:
         t.add_row(labels[m], *[f"{d[m]} ({_secs(d[m + '_seconds'])} s)" for d in res.days])
     t.add_row("findings", *[str(d["findings"]) for d in res.days])
     t.add_row("money at stake", *[str(d["at_stake"]) for d in res.days])
-    console.print(t)
+    if res.days:
+        console.print(t)
+    if res.empty_days:
+        span = (f"the landed bills cover {res.billed_span[0]}..{res.billed_span[1]}"
+                if res.billed_span else "no bill was landed")
+        days = ", ".join(str(d) for d in res.empty_days[:5]) + (
+            f" and {len(res.empty_days) - 5} more" if len(res.empty_days) > 5 else "")
+        err.print(f"[yellow]no billed or active resource on {days} ({span}): are --from/--to "
+                  f"right, and is the landing area complete for those days?[/yellow]")
     console.print(
         f"Input: {len(res.files)} files, {res.records_in} records: {res.loaded} loaded, "
         f"{res.quarantined} quarantined at load, {res.staging_quarantined} quarantined in staging, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -28,6 +28,11 @@ class RunResult:
     days: list[dict] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
     validation: object | None = None  # recon.validate.ValidationReport when validated
+    # days of the run's --from/--to window without a billed or active resource, and the first
+    # and last day the landed bills cover (None: no bill landed): a window that misses the data
+    # is a mistake worth saying, not an empty summary
+    empty_days: list[date] = field(default_factory=list)
+    billed_span: tuple[date, date] | None = None
 
 
 def find_config(input_dir: Path, config: str | Path | None) -> Config:
@@ -85,6 +90,25 @@ def summarise(con) -> list[dict]:
     return out
 
 
+def empty_days(con, day_from: date, day_to: date) -> list[date]:
+    """Days of [day_from, day_to] without a row in marts.resource_day (no billed or active
+    resource: the daily flow's own warning, flows/daily_reconciliation.py)."""
+    have = {r[0] for r in con.execute(
+        "select distinct day from marts.resource_day where day between ? and ?",
+        [day_from, day_to]).fetchall()}
+    days = (day_from + timedelta(days=i) for i in range((day_to - day_from).days + 1))
+    return [d for d in days if d not in have]
+
+
+def billed_span(con) -> tuple[date, date] | None:
+    """The first and last UTC day of the landed bills (Runpod bill lines, FOCUS charges)."""
+    lo, hi = con.execute(
+        "select min(d), max(d) from (select cast(bucket_start as date) as d "
+        "from staging.stg_runpod__bill_lines union all "
+        "select cast(charge_start as date) from staging.stg_focus__charges)").fetchall()[0]
+    return (lo, hi) if lo is not None else None
+
+
 def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str | Path | None = None,
         day_from: date | None = None, day_to: date | None = None, progress=None,
         validate: bool = False, settle_seconds: float = 0) -> RunResult:
@@ -123,6 +147,10 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         res.staging_quarantined = con.execute("select count(*) from staging.quarantine").fetchone()[0]
         t1 = time.perf_counter()
         res.days = summarise(con)
+        if day_from is not None and day_to is not None:
+            res.empty_days = empty_days(con, day_from, day_to)
+            if res.empty_days:
+                res.billed_span = billed_span(con)
         res.timings["summary"] = time.perf_counter() - t1
         if validate:
             import uuid

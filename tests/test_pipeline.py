@@ -125,3 +125,32 @@ def test_a_warehouse_named_after_a_schema_is_refused_clearly(tmp_path):
     with pytest.raises(ValueError, match="named after one of its schemas"):
         connect(tmp_path / "raw.duckdb")
     connect(tmp_path / "rawdata.duckdb").close()
+
+
+def test_a_window_outside_the_data_is_said_not_summarised_as_empty(sim_run, tmp_path):
+    """`recon run --from/--to` on days the input does not cover printed an empty summary table
+    and nothing else; it now names the empty days and the days the landed bills cover."""
+    from datetime import date
+
+    res = run(sim_run["root"] / "input", tmp_path / "w.duckdb", day_from=date(2026, 3, 11),
+              day_to=date(2026, 3, 12))
+    assert res.days == [] and res.empty_days == [date(2026, 3, 11), date(2026, 3, 12)]
+    assert res.billed_span == (date(2026, 6, 1), date(2026, 6, 2))
+    # a window on the data: nothing to say
+    ok = run(sim_run["root"] / "input", tmp_path / "w2.duckdb", day_from=date(2026, 6, 2),
+             day_to=date(2026, 6, 2))
+    assert ok.empty_days == [] and ok.billed_span is None and ok.days
+    # one day of the window on the data, one off it
+    part = run(sim_run["root"] / "input", tmp_path / "w3.duckdb", day_from=date(2026, 6, 2),
+               day_to=date(2026, 6, 3))
+    assert part.empty_days == [date(2026, 6, 3)] and [d["day"] for d in part.days] == [date(2026, 6, 2)]
+
+    r = CliRunner().invoke(app, ["run", "--input", str(sim_run["root"] / "input"), "--db",
+                                 str(tmp_path / "cli.duckdb"), "--from", "2026-03-12", "--to",
+                                 "2026-03-12", "--no-validate"])
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.output.split())  # rich wraps long lines
+    assert "no day with a billed or active resource" in out
+    assert ("no billed or active resource on 2026-03-12 (the landed bills cover "
+            "2026-06-01..2026-06-02)") in out
+    assert "billed" not in out.split("no day with")[0]  # no empty table before it
