@@ -152,3 +152,23 @@ def test_a_gzip_file_that_inflates_past_its_buffer_lands_every_line(tmp_path):
     import hashlib  # a gzip file's sha256 is of its own bytes, as landed
 
     assert packed["files"][0][2] == hashlib.sha256(gz.read_bytes()).hexdigest()
+
+
+def test_a_chunk_under_two_row_groups_of_lines_goes_to_duckdb_as_several_batches():
+    """DuckDB parses one Arrow batch on one thread per row group's worth of rows: a chunk of
+    fewer lines goes as several zero-copy batches (both cores), a chunk of two whole row groups
+    (a 64 MiB chunk of jobs) as one (bench/README.md, session 18)."""
+    import numpy as np
+
+    from recon.ingest.jsonl import ROW_GROUP, lines_table
+
+    def table(n):
+        data = b"{}\n" * n
+        offsets = np.arange(0, 3 * n + 1, 3, dtype=np.int64)
+        return lines_table(data, offsets, np.arange(1, n + 1, dtype=np.int64))
+
+    small = table(84_000)  # a collector's hourly file of jobs
+    assert small.num_rows == 84_000 and len(small.to_batches()) > 1
+    assert small.column("line_no").to_pylist()[-1] == 84_000
+    assert small.column("line")[0].as_py() == "{}\n"
+    assert len(table(2 * ROW_GROUP).to_batches()) == 1

@@ -279,10 +279,14 @@ def lines_table(data, offsets, line_no, split: bool = False) -> pa.Table:
         pa.LargeStringArray.from_buffers(n, pa.py_buffer(np.asarray(offsets, dtype=np.int64)),
                                          pa.py_buffer(data))],
         names=["line_no", "line"])
-    # A chunk of few, big lines (35k two-kilobyte pod versions) as one Arrow batch is parsed
-    # by one thread; as several batches (zero-copy slices) by both cores: the 500-node day's
-    # pod watch files land 1.4x faster. A chunk of many short lines (jobs, workers snapshots)
-    # DuckDB already splits, and slicing it costs more (measured). A big List's items
+    # DuckDB parses one Arrow batch on one thread per row group's worth of rows (122,880): a
+    # chunk of fewer than two row groups of lines as one batch is parsed by one thread, as
+    # several batches (zero-copy slices) by both cores. Few, big lines (35k two-kilobyte pod
+    # versions in 64 MiB): the 500-node day's pod watch files land 1.4x faster split (session
+    # 11). Short lines in small files (a collector's hourly files: the target day's jobs cut
+    # into 24 files of 84k lines) land 1.0-1.8 s faster per 2 M jobs split (session 18); a
+    # 64 MiB chunk of jobs (two whole row groups of lines) DuckDB already splits, and slicing
+    # it costs more (measured). A big List's items
     # (Kubernetes objects: the target day's 64 MiB chunks of events.json hold 85k of ~790
     # bytes) are split however many: they land in 0.60 s instead of 0.83 s, at the same CPU
     # (session 11; the jobs and workers files, ~240 and ~560 bytes a line, land slower split).
@@ -290,7 +294,6 @@ def lines_table(data, offsets, line_no, split: bool = False) -> pa.Table:
         whole.to_batches(max_chunksize=max(MIN_BATCH_ROWS, -(-n // BATCHES))))
 
 
-SPLIT_BELOW = 65_536  # lines in a chunk
 # DuckDB's rows per row group. An INSERT of fewer rows appends to the table's last, partly
 # filled row group; one of more writes new row groups and leaves its last one partly filled,
 # and the commit's checkpoint then merges such row groups by rewriting them (vacuum): landing
@@ -300,6 +303,7 @@ SPLIT_BELOW = 65_536  # lines in a chunk
 # lines than the part kept, carried to the next chunk); a line that goes to the Python path
 # leaves one row group a row short, which the checkpoint does not merge.
 ROW_GROUP = 122_880
+SPLIT_BELOW = 2 * ROW_GROUP  # lines in a chunk: fewer, and the chunk is cut into batches (above)
 
 
 def row_group_parts(n: int) -> list[tuple[int, int]]:
