@@ -94,12 +94,7 @@ def run_once(h, inp: Path, day: str, validation: bool) -> dict:
         p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], cwd=h.ROOT, env=env,
                            capture_output=True, text=True, check=False)
         process = time.perf_counter() - t
-    line = next((ln for ln in reversed(p.stdout.splitlines()) if ln.startswith("BENCH-RESULT ")),
-                None)
-    if p.returncode or line is None:
-        sys.stderr.write(p.stdout[-4000:] + p.stderr[-4000:])
-        raise SystemExit(f"flow child failed (exit {p.returncode})")
-    r = json.loads(line[len("BENCH-RESULT "):])
+    r = h.child_result(p, "flow child")
     r["process"] = process
     r["orchestration"] = r["flow"] - sum(r["tasks"].values())
     return r

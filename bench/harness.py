@@ -437,14 +437,19 @@ def spawn(spec: dict) -> dict:
                        cwd=ROOT, text=True, capture_output=True, check=False,
                        env=child_env(spec.get("cold_imports", False)))
     wall = time.perf_counter() - t0
+    r = child_result(p, "benchmark child")
+    r["process_wall"] = wall
+    return r
+
+
+def child_result(p: subprocess.CompletedProcess, what: str) -> dict:
+    """The JSON a child printed after `BENCH-RESULT `; its output and an exit if it failed."""
     line = next((ln for ln in reversed(p.stdout.splitlines()) if ln.startswith("BENCH-RESULT ")),
                 None)
     if p.returncode or line is None:
         sys.stderr.write(p.stdout[-4000:] + p.stderr[-4000:])
-        raise SystemExit(f"benchmark child failed (exit {p.returncode})")
-    r = json.loads(line[len("BENCH-RESULT "):])
-    r["process_wall"] = wall
-    return r
+        raise SystemExit(f"{what} failed (exit {p.returncode})")
+    return json.loads(line[len("BENCH-RESULT "):])
 
 
 # ----------------------------------------------------------------------------- fixed costs

@@ -116,21 +116,19 @@ def validate_marts(db: str, day: date, last_day: date | None = None) -> dict:
     critical failure raises with the report. Warnings are logged and shown in the summary. A
     day without billed rows is only a warning (an idle fleet is possible).
     """
+    from recon.pipeline import empty_days
     from recon.warehouse import connect
 
     last_day = last_day or day
     log = logger()
     con = connect(db, read_only=True)
     try:
-        have = {r[0] for r in con.execute(
-            "select distinct day from marts.resource_day where day between ? and ?",
-            [day, last_day]).fetchall()}
+        empty = empty_days(con, day, last_day)
     finally:
         con.close()
-    for d in (day + timedelta(days=i) for i in range((last_day - day).days + 1)):
-        if d not in have:
-            log.warning("no billed or active resource on %s in %s: is the landing area "
-                        "complete for that day?", d, db)
+    for d in empty:
+        log.warning("no billed or active resource on %s in %s: is the landing area "
+                    "complete for that day?", d, db)
     try:
         from recon.validate import Scope, validate
     except ImportError:

@@ -92,7 +92,7 @@ def summarise(con) -> list[dict]:
 
 def empty_days(con, day_from: date, day_to: date) -> list[date]:
     """Days of [day_from, day_to] without a row in marts.resource_day (no billed or active
-    resource: the daily flow's own warning, flows/daily_reconciliation.py)."""
+    resource): `recon run` and the daily flow's gate warn of them."""
     have = {r[0] for r in con.execute(
         "select distinct day from marts.resource_day where day between ? and ?",
         [day_from, day_to]).fetchall()}
