@@ -59,6 +59,7 @@ from .validate_suites import (
     condition_columns,
     condition_text,
     load_suites,
+    raised,
     select_list,
     table_columns,
     wanted_columns,
@@ -361,8 +362,8 @@ def _describe(suite: Suite, cfg, res) -> tuple[bool, str, int | None, str]:
     r = res.result or {}
     kw = cfg.kwargs
     what = f"{suite.name}: {cfg.type}({columns_of(kw) or ''})"
-    exc = res.exception_info or {}
-    if exc.get("raised_exception"):
+    exc = raised(res)
+    if exc:
         msg = exc.get("exception_message") or "raised an exception"
         return False, f"error: {msg}"[:500], None, f"{what} could not be evaluated: {msg}"
     n_bad, n = r.get("unexpected_count"), r.get("element_count")

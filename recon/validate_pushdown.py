@@ -33,6 +33,7 @@ from .validate_suites import (
     _q,
     batch_sql,
     condition_text,
+    raised,
     select_list,
     table_columns,
     wanted_columns,
@@ -384,7 +385,7 @@ def _pushdown(con, session: GxSession, suite: Suite, cols):
             res = got.get(c.index)
             r = res.result if res is not None else None
             in_batch = int(flags[f"__flag{c.index}"].sum())
-            if (r is None or (res.exception_info or {}).get("raised_exception")
+            if (r is None or raised(res)
                     or r.get("unexpected_count") != in_batch or res.success != (c.unexpected_count == 0)):
                 log.warning("%s: %s: GX and DuckDB disagree on a batch of %d rows (%s vs %d unexpected); "
                             "reading the table instead", suite.name, suite.label(suite.expectations[c.index]),

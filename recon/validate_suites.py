@@ -178,3 +178,17 @@ def _indexed(suite: Suite, results) -> list[tuple[int, object]]:
     return [(where.get((r.expectation_config.type, columns_of(r.expectation_config.kwargs)),
                        len(where) + n), r) for n, r in enumerate(results)]
 
+
+def raised(res) -> dict | None:
+    """The exception a GX result carries ({exception_message, exception_traceback}), else None.
+
+    GX gives one `ExceptionInfo` when the expectation itself raised, but `{metric id:
+    ExceptionInfo}` when a metric it needs raised (a bad regex, a column of the wrong type):
+    that form has no `raised_exception` key, so reading it as the first form took the error
+    for an ordinary failure ("observed None of None rows unexpected").
+    """
+    exc = res.exception_info or {}
+    if "raised_exception" in exc:
+        return dict(exc) if exc.get("raised_exception") else None
+    inner = [v for v in exc.values() if isinstance(v, dict) and v.get("raised_exception", True)]
+    return dict(inner[0]) if inner else None

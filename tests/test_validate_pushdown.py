@@ -216,3 +216,23 @@ def test_small_tables_and_views_read_whole(edge, gx_session):
     assert report.paths == {"main.edge": "full", "main.edge_view": "full"}
     report = validate(con, "t", session=gx_session, suite_dir=suite_dir, write=False, pushdown_min_rows=N)
     assert report.paths == {"main.edge": "pushdown", "main.edge_view": "full"}
+
+
+@pytest.mark.parametrize("min_rows", [None, 0], ids=["full", "pushdown"])
+def test_metric_error_is_reported_with_its_message(tmp_path, gx_session, min_rows):
+    """GX keys the exception of a metric that raised by metric id, not as one ExceptionInfo.
+    The gate read only the latter: a bad regex passed as an ordinary failure, "observed None of
+    None rows unexpected, expected {}", with no word of the error."""
+    con = duckdb.connect()
+    con.execute("create table main.t as select range as id, 'F-' || range as s from range(10)")
+    write_suite(tmp_path, [("expect_column_values_to_match_regex", {"column": "s", "regex": "("}),
+                           ("expect_column_values_to_not_be_null", {"column": "s"})], name="main.t")
+    report = validate(con, "t", session=gx_session, suite_dir=tmp_path, write=False,
+                      pushdown_min_rows=min_rows)
+    bad, fine = rows(report)
+    assert bad[1:3] == ("expect_column_values_to_match_regex", "s")
+    assert bad[3] is False and bad[7].startswith("main.t: expect_column_values_to_match_regex(s) "
+                                                 "could not be evaluated: ")
+    assert "None of None" not in bad[7] and bad[4].startswith("error: ")
+    assert fine[3] is True
+    assert [f.expectation for f in report.critical_failures] == ["expect_column_values_to_match_regex"]
