@@ -12,9 +12,10 @@ folder and renamed into place, so a reader never sees half a file):
 
 Allocation (how bill money becomes team rows) is `marts.allocation`; its rules are written
 once, in ``sql/marts/allocation.sql``. The costs file aggregates that mart by day, team,
-namespace, workload and category, quantised to the file's scale; the marts' double-precision
-rounding (< 1e-6 USD per resource-day) is absorbed into that resource-day's largest row so the
-file ties to ``marts.resource_day`` exactly.
+namespace, workload and category, quantised to the file's scale (the mart's own, 12 decimals,
+since 0.10.2: its rows already tie to the bill exactly); what quantising would lose (< 1e-6 USD
+per resource-day) is absorbed into that resource-day's largest row so the file ties to
+``marts.resource_day`` exactly.
 
 CSV format: UTF-8, header row, ``,`` separated, ``\\n`` line ends; text cells are always
 double-quoted (so ids stay strings), numbers and timestamps never; NULL is an empty unquoted
@@ -268,7 +269,7 @@ def allocate(con, day_from: date, day_to: date) -> list[Share]:
     """Every billed dollar of [day_from, day_to] as Shares that tie to marts.resource_day.
 
     The split itself is `marts.allocation` (sql/marts/allocation.sql holds the rules); here it is
-    quantised to the export's scale and the marts' double-precision rounding (< 1e-6 USD per
+    quantised to the export's scale and what that rounding loses (< 1e-6 USD per
     resource-day) is absorbed into the resource-day's largest row, so the file ties exactly.
     """
     rows = con.execute(

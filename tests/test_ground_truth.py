@@ -87,16 +87,18 @@ def test_segment_amounts_tie_to_the_bill(marts):
         assert abs(billed - parts) < Decimal("0.000001"), (rid, day, billed, parts)
 
 
-def test_allocation_ties_to_the_bill_to_the_cent_every_day(marts):
+def test_allocation_ties_to_the_bill_exactly_every_resource_day(marts):
+    """To the last of its 12 decimals: shares are cut in decimals and what the cuts lose goes to
+    the resource-day's largest row (it was 1e-10 off on 5 of the demo's 22 resource-days)."""
     rows = marts.execute("""
-        select d.day, d.billed, a.allocated
-        from (select day, sum(billed_amount) as billed from marts.resource_day group by day) d
-        join (select day, sum(amount) as allocated from marts.allocation group by day) a using (day)
+        select d.resource_id, d.day, d.billed, coalesce(a.allocated, 0), a.n
+        from (select resource_id, day, sum(billed_amount) as billed from marts.resource_day group by all) d
+        left join (select resource_id, day, sum(amount) as allocated, count(*) as n
+                   from marts.allocation group by all) a using (resource_id, day)
     """).fetchall()
-    assert len(rows) == 2
-    for day, billed, allocated in rows:
-        assert round(billed, 2) == round(allocated, 2), day
-        assert abs(billed - allocated) < Decimal("0.000001")
+    assert len({r[1] for r in rows}) == 2 and len(rows) > 10
+    assert [r for r in rows if r[2] != r[3]] == []
+    assert sum(r[4] or 0 for r in rows) > 2 * len(rows)  # split into several rows, not one each
     teams = {t for (t,) in marts.execute("select distinct team from marts.allocation").fetchall()}
     assert {"__idle__", "__unallocated__", "vision", "nlp", "search"} <= teams
 

@@ -25,7 +25,6 @@ import threading
 import time
 from collections import Counter
 from datetime import UTC, date, datetime
-from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -57,7 +56,6 @@ FAST = CollectorOptions(page_size=50, watch_timeout_seconds=3, watch_read_margin
                         backoff_base_seconds=0.05, backoff_cap_seconds=0.3,
                         state_interval_seconds=0.05, absent_recheck_seconds=0.5,
                         progress_interval_seconds=0.2)
-NANO = Decimal("1e-9")
 TS = re.compile(r'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)')
 
 
@@ -206,12 +204,11 @@ def _sync(local: Path, cluster: str, bucket: Path) -> None:
 # ----------------------------------------------------------------------------- marts
 
 def _marts(db: Path, where: str = "true", marts=MARTS) -> dict[str, Counter]:
-    """Every row of the marts (a multiset: rows hold NULLs, which do not sort in Python).
-    Amounts to 1e-9 USD: allocation's 12th decimal varies from run to run (parallel sums)."""
+    """Every row of the marts (a multiset: rows hold NULLs, which do not sort in Python), to
+    the last digit (allocation's shares are decimals, its sums order-free)."""
     con = duckdb.connect(str(db), read_only=True)
     try:
-        return {m: Counter(tuple(v.quantize(NANO) if isinstance(v, Decimal) else v for v in r)
-                           for r in con.execute(f"select * from marts.{m} where {where}").fetchall())
+        return {m: Counter(tuple(r) for r in con.execute(f"select * from marts.{m} where {where}").fetchall())
                 for m in marts}
     finally:
         con.close()

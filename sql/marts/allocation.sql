@@ -1,6 +1,11 @@
 -- grain: one row per (day, team, namespace, workload, resource_id, category): who the bill's
--- money went to. The amounts of a resource-day add up to its billed_amount (to 1e-9 USD here;
--- `recon export` absorbs that rounding so its CSV ties to the cent and beyond).
+-- money went to. The amounts of a resource-day add up to its billed_amount exactly.
+-- Exact decimals: a share (GPUs held ÷ capacity, seconds ÷ seconds) is a ratio DuckDB computes
+-- in double, so each piece is cast to DECIMAL where it is cut (deterministic: the same inputs
+-- give the same digits) and every sum after that is a decimal sum (order-free: a rerun, a
+-- parallel plan or an incremental build gives the same rows). What the cuts lose (< 1e-9 USD
+-- per resource-day) goes to the resource-day's largest row (`tie` below); a larger gap, which
+-- the rules should never leave, would become a visible `__unallocated__`/`unreconciled` row.
 -- Rules (OpenCost-style: leftovers are rows, so totals tie to the bill):
 -- * instance busy/startup segments: each GPU workload present gets its GPUs ÷ max(node GPU
 --   capacity, GPUs held); the GPUs nobody held, node boot (no workload), idle_gap and tail
@@ -43,8 +48,9 @@ shares as (
 held_pieces as (
     select resource_id, day, category, coalesce(team, '__unallocated__') as team,
            coalesce(namespace, '__unallocated__') as namespace, workload,
-           ms * gpus / total as ms, amount_usd * gpus / total as amount,
-           expected_usd * gpus / total as expected_amount
+           cast(ms * gpus / total as decimal(38, 9)) as ms,
+           cast(amount_usd * gpus / total as decimal(38, 12)) as amount,
+           cast(expected_usd * gpus / total as decimal(38, 12)) as expected_amount
     from shares
 ),
 
@@ -52,9 +58,9 @@ unheld_pieces as (
     -- the share of each busy/startup segment no workload held, and segments with no workload
     select g.resource_id, g.day, g.category,
            case when g.category = 'unobserved' then '__unallocated__' else '__idle__' end as team,
-           g.ms * (1 - coalesce(s.held_share, 0)) as ms,
-           g.amount_usd * (1 - coalesce(s.held_share, 0)) as amount,
-           g.expected_usd * (1 - coalesce(s.held_share, 0)) as expected_amount
+           cast(g.ms * (1 - coalesce(s.held_share, 0)) as decimal(38, 9)) as ms,
+           cast(g.amount_usd * (1 - coalesce(s.held_share, 0)) as decimal(38, 12)) as amount,
+           cast(g.expected_usd * (1 - coalesce(s.held_share, 0)) as decimal(38, 12)) as expected_amount
     from segments g
     left join (select distinct resource_id, seg_start, held / total as held_share from shares) s
       using (resource_id, seg_start)
@@ -73,10 +79,12 @@ storage_running as (
     select b.resource_id, b.day, b.category,
            coalesce(w.team, '__unallocated__') as team, coalesce(w.namespace, '__unallocated__') as namespace,
            coalesce(w.workload, b.resource_id) as workload,
-           b.seconds * 1000 * coalesce(w.ms / sum(w.ms) over (partition by b.resource_id, b.day), 1) as ms,
-           b.amount * coalesce(w.ms / sum(w.ms) over (partition by b.resource_id, b.day), 1) as amount,
-           b.expected_amount * coalesce(w.ms / sum(w.ms) over (partition by b.resource_id, b.day), 1)
-               as expected_amount
+           cast(b.seconds * 1000 * coalesce(w.ms / sum(w.ms) over (partition by b.resource_id, b.day), 1)
+                as decimal(38, 9)) as ms,
+           cast(b.amount * coalesce(w.ms / sum(w.ms) over (partition by b.resource_id, b.day), 1)
+                as decimal(38, 12)) as amount,
+           cast(b.expected_amount * coalesce(w.ms / sum(w.ms) over (partition by b.resource_id, b.day), 1)
+                as decimal(38, 12)) as expected_amount
     from marts.billed_segments b
     cross join days
     left join compute_weights w on w.resource_id = b.resource_id and w.day = b.day and w.ms > 0
@@ -86,8 +94,8 @@ storage_running as (
 network_volume_days as (
     select volume_id as resource_id, cast(date_trunc('day', bucket_start) as date) as day,
            sum(lingering_ms) as lingering_ms, sum(attached_ms) as attached_ms,
-           sum(total_amount_usd * lingering_ms / bucket_ms) as lingering_usd,
-           sum(total_amount_usd * attached_ms / bucket_ms) as attached_usd
+           sum(cast(total_amount_usd * lingering_ms / bucket_ms as decimal(38, 12))) as lingering_usd,
+           sum(cast(total_amount_usd * attached_ms / bucket_ms as decimal(38, 12))) as attached_usd
     from intermediate.int_storage__network_volume_buckets, days
     where bucket_ms > 0 and cast(date_trunc('day', bucket_start) as date) between days.lo and days.hi
     group by all
@@ -96,7 +104,7 @@ network_volume_days as (
 network_volume as (
     select resource_id, day, 'network_volume' as category,
            unnest(['__idle__', '__unallocated__']) as team,
-           unnest([lingering_ms, attached_ms]) as ms,
+           cast(unnest([lingering_ms, attached_ms]) as decimal(38, 9)) as ms,
            unnest([lingering_usd, attached_usd]) as amount
     from network_volume_days
 ),
@@ -104,7 +112,7 @@ network_volume as (
 other as (
     select resource_id, day, category,
            case when category in ('idle', 'storage_lingering') then '__idle__' else '__unallocated__' end as team,
-           seconds * 1000 as ms, amount, expected_amount
+           cast(seconds * 1000 as decimal(38, 9)) as ms, amount, expected_amount
     from marts.billed_segments, days
     where (category in ('storage_lingering', 'cold_start', 'execution', 'idle', 'rounding')
            or (resource_kind = 'serverless' and category = 'unobserved'))
@@ -112,8 +120,9 @@ other as (
 ),
 
 unreconciled as (
-    select d.resource_id, d.day, 'unreconciled' as category, '__unallocated__' as team, 0 as ms,
-           d.billed_amount - coalesce(sum(b.amount), 0) as amount, cast(null as double) as expected_amount
+    select d.resource_id, d.day, 'unreconciled' as category, '__unallocated__' as team,
+           0::decimal(38, 9) as ms, cast(d.billed_amount - coalesce(sum(b.amount), 0) as decimal(38, 12)) as amount,
+           cast(null as decimal(38, 12)) as expected_amount
     from marts.resource_day d
     cross join days
     left join marts.billed_segments b using (resource_id, day)
@@ -134,7 +143,7 @@ unioned as (
     from unreconciled
 ),
 
-final as (
+pieces as (
     select day, team, namespace, workload, resource_id, category,
            cast(round(sum(ms)) as bigint) * 0.001::decimal(18, 3) as seconds,
            cast(sum(amount) as decimal(38, 12)) as amount,
@@ -142,6 +151,44 @@ final as (
     from unioned
     where ms <> 0 or amount <> 0
     group by day, team, namespace, workload, resource_id, category
+),
+
+-- the resource-day's bill minus its pieces, in decimals: what cutting the shares lost
+tie as (
+    select b.resource_id, b.day, b.billed - coalesce(sum(p.amount), 0) as residual
+    from (select resource_id, day, sum(billed_amount) as billed
+          from marts.resource_day, days where day between days.lo and days.hi
+          group by all) b
+    left join pieces p using (resource_id, day)
+    group by b.resource_id, b.day, b.billed
+    having b.billed - coalesce(sum(p.amount), 0) <> 0
+),
+
+largest as (
+    select resource_id, day, team, namespace, workload, category
+    from pieces semi join tie using (resource_id, day)
+    qualify row_number() over (partition by resource_id, day
+                               order by abs(amount) desc, team, namespace, workload, category) = 1
+),
+
+adjustments as (
+    select t.day,
+           coalesce(l.team, '__unallocated__') as team, coalesce(l.namespace, '__unallocated__') as namespace,
+           coalesce(l.workload, t.resource_id) as workload, t.resource_id,
+           coalesce(l.category, 'unreconciled') as category,
+           0.000::decimal(18, 3) as seconds, t.residual as amount, cast(null as decimal(38, 12)) as expected_amount
+    from tie t
+    left join largest l on l.resource_id = t.resource_id and l.day = t.day and abs(t.residual) <= 0.000001
+),
+
+final as (
+    select day, team, namespace, workload, resource_id, category,
+           cast(sum(seconds) as decimal(37, 3)) as seconds,
+           cast(sum(amount) as decimal(38, 12)) as amount,
+           cast(sum(expected_amount) as decimal(38, 12)) as expected_amount
+    from (select * from pieces union all select * from adjustments)
+    group by day, team, namespace, workload, resource_id, category
+    having sum(seconds) <> 0 or sum(amount) <> 0
 )
 
 select * from final
