@@ -123,3 +123,25 @@ def test_a_simulated_pod_never_bills_more_compute_than_time_at_any_scale():
                 assert 0 <= compute <= 3600 and compute + stopped_s <= 3600, (scale, inst.pod_id)
         if scale == 27:  # the case that broke: sessions longer than a day
             assert max(s.stop - s.start for i in stopped for s in i.sessions) > 86400
+
+
+def test_segments_add_up_to_their_bucket_and_endpoint_day_exactly(marts):
+    """A bucket's compute cut by milliseconds, an endpoint-day's worker bill cut by category:
+    the pieces add up to the amount they were cut from, to the last decimal."""
+    buckets = marts.execute("""
+        select b.pod_id, b.bucket_start, b.compute_usd, sum(s.amount_usd) as pieces, count(*) as n
+        from intermediate.int_runpod__pod_buckets b
+        join intermediate.int_resource__instance_segments s
+          on s.resource_id = b.pod_id and s.seg_start >= b.bucket_start and s.seg_end <= b.bucket_end
+        where b.compute_ms > 0
+        group by all""").fetchall()
+    assert sum(r[4] > 1 for r in buckets) > 10  # buckets cut into several segments
+    assert [r for r in buckets if r[2] != r[3]] == []
+    endpoints = marts.execute("""
+        select e.endpoint_id, e.day, e.worker_usd, sum(s.amount) as pieces
+        from intermediate.int_serverless__endpoint_days e
+        join marts.billed_segments s on s.resource_id = e.endpoint_id and s.day = e.day
+        where e.billed_ms > 0
+        group by all""").fetchall()
+    assert len(endpoints) >= 2
+    assert [r for r in endpoints if r[2] != r[3]] == []

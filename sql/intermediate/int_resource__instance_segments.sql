@@ -62,7 +62,7 @@ classified as (
     from flagged
 ),
 
-final as (
+cut as (
     select
         c.resource_id,
         c.session_id,
@@ -74,10 +74,27 @@ final as (
         cast(b.compute_usd * (epoch_ms(c.seg_end) - epoch_ms(c.seg_start)) / b.compute_ms
              as decimal(38, 12)) as amount_usd,
         cast(b.contracted_rate_per_hour * (epoch_ms(c.seg_end) - epoch_ms(c.seg_start)) / 3600000
-             as decimal(38, 12)) as expected_usd
+             as decimal(38, 12)) as expected_usd,
+        b.bucket_start,
+        b.compute_usd
     from classified c
     join buckets b
       on b.pod_id = c.resource_id and c.seg_start >= b.bucket_start and c.seg_end <= b.bucket_end
+),
+
+-- a bucket's segments add up to its compute_usd exactly: what cutting it by milliseconds in
+-- double lost (< 1e-9 USD) goes to its largest segment (a larger gap is left as it is: the
+-- tie-out suite and marts.allocation's `unreconciled` row show it)
+final as (
+    select resource_id, session_id, seg_start, seg_end, day, category, ms,
+           amount_usd + case
+               when row_number() over bucket_largest = 1
+                and abs(compute_usd - sum(amount_usd) over bucket) <= 0.000001
+               then compute_usd - sum(amount_usd) over bucket else 0 end as amount_usd,
+           expected_usd
+    from cut
+    window bucket as (partition by resource_id, bucket_start),
+           bucket_largest as (partition by resource_id, bucket_start order by amount_usd desc, seg_start)
 )
 
 select * from final

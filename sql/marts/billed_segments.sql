@@ -35,11 +35,23 @@ serverless_long as (
     where billed_ms > 0
 ),
 
-serverless as (
-    select resource_id, resource_kind, day, category, ms,
+serverless_cut as (
+    select resource_id, resource_kind, day, category, ms, worker_usd,
            cast(worker_usd * ms / billed_ms as decimal(38, 12)) as amount,
            cast(rate_per_second * ms / 1000 as decimal(38, 12)) as expected_amount
     from serverless_long
+),
+
+-- an endpoint-day's categories add up to its worker_usd exactly: the cuts' loss (< 1e-9 USD)
+-- goes to its largest category
+serverless as (
+    select resource_id, resource_kind, day, category, ms,
+           amount + case
+               when row_number() over (partition by resource_id, day order by amount desc, category) = 1
+                and abs(worker_usd - sum(amount) over (partition by resource_id, day)) <= 0.000001
+               then worker_usd - sum(amount) over (partition by resource_id, day) else 0 end as amount,
+           expected_amount
+    from serverless_cut
 ),
 
 network_volume as (
