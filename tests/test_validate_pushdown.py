@@ -236,3 +236,38 @@ def test_metric_error_is_reported_with_its_message(tmp_path, gx_session, min_row
     assert "None of None" not in bad[7] and bad[4].startswith("error: ")
     assert fine[3] is True
     assert [f.expectation for f in report.critical_failures] == ["expect_column_values_to_match_regex"]
+
+
+@pytest.mark.filterwarnings("ignore:Series.values returning an ndarray")  # (as GxSession.run does)
+@pytest.mark.parametrize("min_rows", [None, 0], ids=["full", "pushdown"])
+def test_basic_first_then_summary_gives_summary_results(edge, gx_session, monkeypatch, min_rows):
+    """GxSession.run runs every expectation at GX's BASIC result format, then only the failed
+    ones at SUMMARY: the report must be the one SUMMARY alone gives (counts, samples, rows)."""
+    con, suite_dir = edge
+    calls = []
+    batch_type = type(gx_session._batches.get_batch(batch_parameters={"dataframe": con.sql("select 1").df()}))
+    real_validate = batch_type.validate
+
+    def counting(batch, suite, result_format=None, **kw):
+        calls.append((result_format["result_format"], len(suite.expectations)))
+        return real_validate(batch, suite, result_format=result_format, **kw)
+
+    monkeypatch.setattr(batch_type, "validate", counting)
+    got = validate(con, "t", session=gx_session, suite_dir=suite_dir, write=False,
+                   pushdown_min_rows=min_rows)
+    basic = sum(n for f, n in calls if f == "BASIC")
+    summary = sum(n for f, n in calls if f == "SUMMARY")
+    assert basic == len(EXPECTATIONS) and 0 < summary < basic  # only the failed ones again
+
+    def summary_only(self, suite, df):
+        batch = self._batches.get_batch(batch_parameters={"dataframe": df})
+        return real_validate(batch, self.suite(suite), result_format={
+            "result_format": "SUMMARY", "partial_unexpected_count": V.SAMPLE,
+            "unexpected_index_column_names": [c for c in suite.row_key if c in df.columns]}).results
+
+    monkeypatch.setattr(V.GxSession, "run", summary_only)
+    monkeypatch.setattr(batch_type, "validate", real_validate)
+    want = validate(con, "t", session=gx_session, suite_dir=suite_dir, write=False,
+                    pushdown_min_rows=min_rows)
+    assert rows(got) == rows(want)
+    assert sum(not r[3] for r in rows(got)) >= 20
