@@ -101,7 +101,8 @@ def backfill(start: str, end: str, landing_dir: str = "data/landing",
     cfg = str(config) if config else None
     for batch in batches(todo, batch_days):
         first, last = batch[0], batch[-1]
-        load = limited(build_marts, limits)(str(landing_dir), str(db), first, cfg, last_day=last)
+        load = limited(build_marts, limits)(str(landing_dir), str(db), first, cfg, last_day=last,
+                                            prefetch_gate=validation)
         checked = (limited(validate_marts, limits)(str(db), first, last) if validation
                    else {"skipped": "validation=false"})
         for day in batch:

@@ -84,14 +84,16 @@ def pull_provider_window(landing_dir: str, start: date, end: date,
 
 @task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
 def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
-                settle_seconds: int = 0, last_day: date | None = None) -> dict:
+                settle_seconds: int = 0, last_day: date | None = None,
+                prefetch_gate: bool = False) -> dict:
     """Land new/changed files of the landing area and build the marts for one UTC day, or
-    for the window `day`..`last_day` in one build (a backfill's batch)."""
+    for the window `day`..`last_day` in one build (a backfill's batch). `prefetch_gate`: the
+    gate follows, so Great Expectations starts importing during the build's commit."""
     from recon.pipeline import run
 
     last_day = last_day or day
     res = run(landing_dir, db, config, day_from=day, day_to=last_day,
-              settle_seconds=settle_seconds)
+              settle_seconds=settle_seconds, prefetch_gate=prefetch_gate)
     log = logger()
     log.info("%s: landed %d files: %d records in = %d loaded + %d quarantined + %d skipped; "
              "%d quarantined in staging", _window(day, last_day), len(res.files), res.records_in,
@@ -298,7 +300,8 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
     if pull_provider:
         limited(pull_provider_window, limits)(landing_dir, day - timedelta(days=trailing_days - 1),
                                               day)
-    load = limited(build_marts, limits)(landing_dir, db, day, config, settle_seconds)
+    load = limited(build_marts, limits)(landing_dir, db, day, config, settle_seconds,
+                                        prefetch_gate=validation)
     checked = (limited(validate_marts, limits)(db, day) if validation
                else {"skipped": "validation=false"})
     return publish_summary(db, day, load, checked)

@@ -111,11 +111,14 @@ def billed_span(con) -> tuple[date, date] | None:
 
 def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str | Path | None = None,
         day_from: date | None = None, day_to: date | None = None, progress=None,
-        validate: bool = False, settle_seconds: float = 0) -> RunResult:
+        validate: bool = False, settle_seconds: float = 0, prefetch_gate: bool = False) -> RunResult:
     """Land `input_dir` into `db`, rebuild every model, return the accounting and the summary.
 
     With `validate`, the Great Expectations suites run on the result (imported only then) and
     their results land in marts.validation_results; `RunResult.validation` holds the report.
+    With `validate` or `prefetch_gate` (a gate follows in another call: the daily flow's next
+    task), great_expectations starts importing on a thread during the commit
+    (`recon.validate.prefetch_gx`).
     """
     input_dir = Path(input_dir)
     cfg = find_config(input_dir, config)
@@ -132,6 +135,10 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
             write_config(con, cfg, day_from, day_to)
             timings["config"] = time.perf_counter() - t1
             build(con, timings, transaction=False)
+            if validate or prefetch_gate:
+                from .validate import prefetch_gx
+
+                prefetch_gx()  # the commit below keeps one core busy, the import takes the other
             t1 = time.perf_counter()
             con.execute("commit")
             timings["commit"] = time.perf_counter() - t1

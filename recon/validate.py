@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field, replace
@@ -278,6 +280,33 @@ def _note_validated(con, files: tuple[str, ...]) -> None:
 
 
 # ---------------------------------------------------------------- GX
+
+_PREFETCH: list[threading.Thread] = []
+
+
+def prefetch_gx() -> None:
+    """Start importing great_expectations on a thread, once per process, for a gate to come.
+
+    Call it where the next seconds leave a core idle: `recon.pipeline.run` calls it just
+    before its commit, which DuckDB runs on one core with the GIL released. The import (2-2.5 s
+    of one core) then overlaps the commit and the run's summary instead of following them.
+    Earlier, beside landing or the intermediate models, it slowed those by more than it hid
+    (bench/README, sessions 18 and 19). `GxSession` imports great_expectations as usual: if
+    this thread is still at it, Python's import lock makes that wait for the same import.
+    """
+    if _PREFETCH or "great_expectations" in sys.modules:
+        return
+
+    def load() -> None:
+        try:
+            import great_expectations  # noqa: F401
+        except Exception as err:  # noqa: BLE001 - GxSession's own import will raise it again
+            log.debug("prefetching great_expectations failed: %s", err)
+
+    thread = threading.Thread(target=load, name="recon-gx-prefetch", daemon=True)
+    _PREFETCH.append(thread)
+    thread.start()
+
 
 class GxSession:
     """One ephemeral GX context with a pandas data source; reusable across `validate` calls."""

@@ -185,3 +185,24 @@ def test_a_rerun_skips_a_finished_pull(no_key, monkeypatch, fake_runpod, tmp_pat
     a, b, after_first, after_second = twice()
     assert after_first > 0 and after_second == after_first  # the second call came from the cache
     assert a == b
+
+
+@pytest.mark.parametrize("validation", [True, False])
+def test_the_build_prefetches_gx_when_a_gate_follows(tmp_path, monkeypatch, validation):
+    """reconcile_day's build starts Great Expectations' import during its commit exactly when
+    its gate follows (recon.validate.prefetch_gx)."""
+    import recon.validate
+    from flows import daily_reconciliation as D
+    from recon.simulate import simulate
+
+    simulate(tmp_path / "in", seed=3, days=1, nodes=1, endpoints=1)
+    prefetched = []
+    monkeypatch.setattr(recon.validate, "prefetch_gx", lambda: prefetched.append(True))
+    monkeypatch.setattr(D, "tags_with_limits", lambda: frozenset())
+    monkeypatch.setattr(D, "limited", lambda task, limits: getattr(task, "fn", task))  # no task runs
+    monkeypatch.setattr(D, "validate_marts", lambda db, day: {"skipped": "test"})
+    monkeypatch.setattr(D, "publish_summary", lambda db, day, load, checked: load)
+    out = D.reconcile_day(date(2026, 6, 1), str(tmp_path / "in"), str(tmp_path / "db.duckdb"),
+                          validation=validation)
+    assert out["loaded"] > 0
+    assert prefetched == ([True] if validation else [])
