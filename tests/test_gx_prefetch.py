@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from recon import pipeline
 import recon.validate as V
+from recon import pipeline
 
 
 @pytest.fixture
