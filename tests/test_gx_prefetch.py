@@ -50,7 +50,8 @@ def test_prefetch_imports_once_on_a_thread():
                           "after": "great_expectations" in sys.modules,
                           "session": s.context is not None}))
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         check=False)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"before": False, "threads": 1, "started": 1, "after": True, "session": True}
