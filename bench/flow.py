@@ -77,6 +77,9 @@ def child_env(h, home: str) -> dict:
     developer's own server)."""
     env = {**h.child_env(), "PREFECT_HOME": home, "DO_NOT_TRACK": "1",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    # the temporary API took 6-15 s to start on this project's hosts, past Prefect's default 20 s
+    # when the machine is busy (a run failed so in session 19): wait longer, the start is timed
+    env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
     env.pop("PREFECT_API_URL", None)
     env.pop("PREFECT_API_KEY", None)
     return env
