@@ -26,7 +26,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 try:
-    from flows.common import days_between, limited, logger, tags_with_limits
+    from flows.common import days_between, limited, local_api_defaults, logger, tags_with_limits
     from flows.daily_reconciliation import (
         build_marts,
         publish_summary,
@@ -34,7 +34,13 @@ try:
         validate_marts,
     )
 except ImportError:  # pragma: no cover - the project is not installed
-    from common import days_between, limited, logger, tags_with_limits  # type: ignore
+    from common import (  # type: ignore
+        days_between,
+        limited,
+        local_api_defaults,
+        logger,
+        tags_with_limits,
+    )
     from daily_reconciliation import (  # type: ignore
         build_marts,
         publish_summary,
@@ -127,6 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--batch-days", type=int, default=BATCH_DAYS,
                    help=f"most days built and gated together (default {BATCH_DAYS}; 1: day by day)")
     a = p.parse_args(argv)
+    local_api_defaults()  # before the flow starts the temporary API
     backfill(start=a.start, end=a.end, landing_dir=a.landing_dir, db=a.db, config=a.config,
              force=a.force, pull_provider=a.pull_provider, validation=not a.no_validate,
              batch_days=a.batch_days)

@@ -21,6 +21,7 @@ try:
     from flows.common import (
         RUNPOD_TAG,
         limited,
+        local_api_defaults,
         logger,
         require_runpod_api_key,
         retry_transient,
@@ -30,6 +31,7 @@ except ImportError:  # pragma: no cover - the project is not installed
     from common import (  # type: ignore
         RUNPOD_TAG,
         limited,
+        local_api_defaults,
         logger,
         require_runpod_api_key,
         retry_transient,
@@ -133,6 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-events", type=int)
     p.add_argument("--no-runpod-inventory", action="store_true")
     a = p.parse_args(argv)
+    local_api_defaults()  # before the flow starts the temporary API
     collect(landing_dir=a.landing_dir, kubeconfig=a.kubeconfig, contexts=a.contexts,
             once=not a.watch, runpod_inventory=not a.no_runpod_inventory,
             run_seconds=a.run_seconds, max_events=a.max_events)

@@ -70,6 +70,26 @@ def limited(task, with_limits: frozenset[str]):
     return task if keep == set(task.tags) else task.with_options(tags=keep)
 
 
+LOCAL_API_DEFAULTS = {
+    # the temporary API's telemetry service logs an ERROR each time it cannot reach Prefect's
+    # servers (any machine without internet): not the user's news, and not ours to send
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    # it starts in 6-15 s on a 2-core machine, past Prefect's default 20 s when that is busy
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+}
+
+
+def local_api_defaults() -> dict[str, str]:
+    """For a flow run from the command line without PREFECT_API_URL, which starts Prefect's
+    temporary local API: the settings of LOCAL_API_DEFAULTS the environment does not set
+    already. Returns what it set. With PREFECT_API_URL (a real server) it changes nothing."""
+    if os.environ.get("PREFECT_API_URL"):
+        return {}
+    set_now = {k: v for k, v in LOCAL_API_DEFAULTS.items() if k not in os.environ}
+    os.environ.update(set_now)
+    return set_now
+
+
 def runpod_api_key() -> tuple[str | None, str]:
     """The Runpod API key and where it came from (never the key in any message).
 

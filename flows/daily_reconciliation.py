@@ -24,6 +24,7 @@ try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.dail
         RUNPOD_TAG,
         WAREHOUSE_TAG,
         limited,
+        local_api_defaults,
         logger,
         parse_day,
         require_runpod_api_key,
@@ -35,6 +36,7 @@ except ImportError:  # pragma: no cover - the project is not installed
         RUNPOD_TAG,
         WAREHOUSE_TAG,
         limited,
+        local_api_defaults,
         logger,
         parse_day,
         require_runpod_api_key,
@@ -346,6 +348,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--trailing-days", type=int, default=3)
     p.add_argument("--no-validate", action="store_true", help="skip the data-quality gate")
     a = p.parse_args(argv)
+    local_api_defaults()  # before the flow starts the temporary API
     daily_reconciliation(day=a.day, landing_dir=str(Path(a.landing_dir)), db=str(Path(a.db)),
                          config=a.config, pull_provider=a.pull_provider,
                          trailing_days=a.trailing_days, validation=not a.no_validate)

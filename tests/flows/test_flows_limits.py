@@ -85,3 +85,22 @@ def test_the_daily_flow_tags_its_warehouse_tasks_only_under_a_limit(daily_run, l
     tags = _task_run_tags(state.state_details.flow_run_id)
     assert WAREHOUSE_TAG in tags["build_marts"] and WAREHOUSE_TAG in tags["validate_marts"]
     assert WAREHOUSE_TAG not in tags["publish_summary"]
+
+
+def test_local_api_defaults_only_where_the_user_set_nothing(monkeypatch):
+    """Run from the command line without a server, a flow starts Prefect's temporary API: its
+    telemetry off (it logged an ERROR on every machine without internet) and a longer start
+    allowed; a user's own value, or a real server (PREFECT_API_URL), is left alone."""
+    import os
+
+    from flows.common import LOCAL_API_DEFAULTS, local_api_defaults
+
+    for k in LOCAL_API_DEFAULTS:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api")
+    assert local_api_defaults() == {} and not any(k in os.environ for k in LOCAL_API_DEFAULTS)
+    monkeypatch.delenv("PREFECT_API_URL")
+    monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "30")
+    assert local_api_defaults() == {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    assert os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] == "false"
+    assert os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] == "30"
