@@ -351,7 +351,7 @@ class GxSession:
         Every expectation runs at GX's BASIC result format first (counts and a sample of the
         unexpected values); only those that fail run again at SUMMARY, whose index list names
         the failing rows by `row_key`. A day that passes (the usual one) skips SUMMARY's
-        extra metrics: a third less of GX's own bookkeeping (bench/README, session 19).
+        extra metrics: about a quarter less of the gate's time (bench/README, session 19).
         """
         def key(cfg):
             return cfg.type, columns_of(cfg.kwargs)
