@@ -30,7 +30,7 @@ STACK = {
     "marts": ("marts", "#9467bd"),
     "commit": ("commit", "#8c564b"),
     "run_other": ("rest of the run", "#bcbd22"),
-    "gx_import": ("gate: GX import", "#f7b6d2"),
+    "gx_import": ("gate: wait for GX import", "#f7b6d2"),
     "validation": ("gate: validation", "#d62728"),
     "exports": ("exports", "#17becf"),
 }
