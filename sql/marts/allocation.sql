@@ -4,8 +4,8 @@
 -- in double, so each piece is cast to DECIMAL where it is cut (deterministic: the same inputs
 -- give the same digits) and every sum after that is a decimal sum (order-free: a rerun, a
 -- parallel plan or an incremental build gives the same rows). What the cuts lose (< 1e-9 USD
--- per resource-day) goes to the resource-day's largest row (`tie` below); a larger gap, which
--- the rules should never leave, would become a visible `__unallocated__`/`unreconciled` row.
+-- per resource-day) goes to the resource-day's largest row (`tie` below); a gap over 1e-6 USD
+-- is the `unreconciled` row of the last rule.
 -- Rules (OpenCost-style: leftovers are rows, so totals tie to the bill):
 -- * instance busy/startup segments: each GPU workload present gets its GPUs ÷ max(node GPU
 --   capacity, GPUs held); the GPUs nobody held, node boot (no workload), idle_gap and tail
@@ -15,8 +15,8 @@
 --   part → `__unallocated__` (a volume has no team);
 -- * serverless idle → `__idle__`; execution, cold_start, rounding, unobserved → `__unallocated__`
 --   (endpoints carry no team label);
--- * what the segments do not explain of a resource-day's bill (a missing rate) →
---   `__unallocated__`, category `unreconciled`.
+-- * what the pieces above do not explain of a resource-day's bill (a missing rate: compute
+--   in no segment) → `__unallocated__`, category `unreconciled` (`tie`, `adjustments`).
 -- Leftover rows repeat the marker as namespace and name the billed resource as workload.
 -- A pod without a team label counts as `__unallocated__`.
 -- Every piece belongs to one (resource, day): each source is cut to the run's days first (a
@@ -119,18 +119,6 @@ other as (
       and day between days.lo and days.hi
 ),
 
-unreconciled as (
-    select d.resource_id, d.day, 'unreconciled' as category, '__unallocated__' as team,
-           0::decimal(38, 9) as ms, cast(d.billed_amount - coalesce(sum(b.amount), 0) as decimal(38, 12)) as amount,
-           cast(null as decimal(38, 12)) as expected_amount
-    from marts.resource_day d
-    cross join days
-    left join marts.billed_segments b using (resource_id, day)
-    where d.day between days.lo and days.hi
-    group by d.resource_id, d.day, d.billed_amount
-    having abs(d.billed_amount - coalesce(sum(b.amount), 0)) > 0.000001
-),
-
 unioned as (
     select resource_id, day, category, team, namespace, workload, ms, amount, expected_amount
     from held_pieces
@@ -139,8 +127,6 @@ unioned as (
     union all select * from storage_running
     union all select resource_id, day, category, team, team, resource_id, ms, amount, amount from network_volume
     union all select resource_id, day, category, team, team, resource_id, ms, amount, expected_amount from other
-    union all select resource_id, day, category, team, team, resource_id, ms, amount, expected_amount
-    from unreconciled
 ),
 
 pieces as (
