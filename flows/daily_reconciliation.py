@@ -194,15 +194,19 @@ def _usd(v) -> str:
     return str(Decimal(v or 0).quantize(Decimal("0.01")))
 
 
-SUMMARY_ROWS = (  # (label, summary key); the test reads these labels back
+SUMMARY_ROWS = (  # (label, summary key); the test reads these labels back. The rows under
+    # Billed add up to it (recon.pipeline.SUMMARY_METRICS partitions the categories).
     ("Billed", "billed"),
     ("Busy", "busy"),
+    ("Serverless execution", "serverless_execution"),
     ("Startup / cold start", "startup"),
     ("Tail (billed after exit)", "tail"),
+    ("Serverless idle", "serverless_idle"),
+    ("Serverless rounding", "serverless_rounding"),
+    ("Idle gap + unobserved", "idle_unobserved"),
+    ("Storage, compute running", "storage_running"),
     ("Lingering storage", "lingering_storage"),
     ("Network volume", "network_volume"),
-    ("Serverless idle", "serverless_idle"),
-    ("Idle gap + unobserved", "idle_unobserved"),
 )
 
 

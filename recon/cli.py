@@ -48,14 +48,21 @@ def print_summary(res) -> None:
 
     if not res.days:
         console.print("Reconciliation summary: no day with a billed or active resource.")
-    t = Table(title="Reconciliation summary: USD (seconds)", title_justify="left")
+    t = Table(title="Reconciliation summary: USD (seconds)", title_justify="left",
+              caption="The rows under billed add up to it; each is rounded to the cent on its "
+                      "own, so their shown sum may differ by a few cents. Storage seconds run "
+                      "beside compute seconds: billed seconds count compute only.",
+              caption_justify="left")
     t.add_column("")
     for d in res.days:
         t.add_column(str(d["day"]), justify="right")
-    labels = {"billed": "billed", "busy": "work (busy)", "startup": "startup / cold start",
-              "tail": "tail after last task", "lingering_storage": "storage, compute stopped",
-              "network_volume": "network volumes", "serverless_idle": "serverless idle",
-              "idle_unobserved": "idle gaps + unobserved"}
+    labels = {"billed": "billed", "busy": "work (busy)",
+              "serverless_execution": "serverless execution", "startup": "startup / cold start",
+              "tail": "tail after last task", "serverless_idle": "serverless idle",
+              "serverless_rounding": "serverless rounding",
+              "idle_unobserved": "idle gaps + unobserved",
+              "storage_running": "storage, compute running",
+              "lingering_storage": "storage, compute stopped", "network_volume": "network volumes"}
     for m in SUMMARY_METRICS:
         t.add_row(labels[m], *[f"{d[m]} ({_secs(d[m + '_seconds'])} s)" for d in res.days])
     t.add_row("findings", *[str(d["findings"]) for d in res.days])

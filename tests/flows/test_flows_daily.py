@@ -58,6 +58,16 @@ def test_summary_artifact_equals_the_marts(daily_run, artifacts_of):
     assert md_value(md, "Lingering storage") == money(lingering)
     assert md_value(md, "Serverless idle") == money(sl_idle)
     assert md_value(md, f"At stake ({n_findings} findings)") == money(at_stake)
+    # every category has its row: the rows under Billed add up to it (each rounded to the cent)
+    by_cat = dict(q(db, "select category, sum(amount) from marts.billed_segments where day = ? "
+                        "group by 1", [day]))
+    assert md_value(md, "Serverless execution") == money(by_cat.get("execution"))
+    assert md_value(md, "Storage, compute running") == money(by_cat.get("storage_running"))
+    assert md_value(md, "Serverless rounding") == money(by_cat.get("rounding"))
+    rows = ["Busy", "Serverless execution", "Startup / cold start", "Tail (billed after exit)",
+            "Serverless idle", "Serverless rounding", "Idle gap + unobserved",
+            "Storage, compute running", "Lingering storage", "Network volume"]
+    assert abs(sum(md_value(md, r) for r in rows) - money(billed)) <= CENT / 2 * len(rows)
     # top findings: most money first, the first one is the day's largest
     top = md.split("## Top", 1)[1]
     amounts = [Decimal(a) for a in re.findall(r"^\| \d+ \| [A-Z_]+ \| .*? \| (-?[0-9.]+) \| ",
