@@ -343,6 +343,10 @@ def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -
                    (select value from config.settings where name = n)""")
     con.execute("""create or replace macro cfg_int(n) as
                    (select value::bigint from config.settings where name = n)""")
+    # seconds in a finding's message: 86400.000 -> 86400, 688.580 -> 688.58
+    con.execute(r"""create or replace macro secs_text(x) as
+                   regexp_replace(regexp_replace(x::varchar, '(\.[0-9]*[1-9])0+$', '\1'),
+                                  '\.0+$', '')""")
 
 
 def sql_models() -> list[tuple[str, str, Path]]:

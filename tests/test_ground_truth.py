@@ -62,6 +62,25 @@ def test_findings_are_exactly_the_expected_ones(sim_run, marts):
     assert got == want
 
 
+def test_finding_messages_state_seconds_and_money_as_a_reader_would(marts):
+    """Whole seconds without a '.000' tail, fractions without trailing zeros, and money with at
+    most the bill's own 6 decimals: until 0.10.5 a plan's upfront read '$5220.000000000000' and
+    whole days '86400.000 s'."""
+    import re
+
+    rows = marts.execute("select code, message from marts.findings").fetchall()
+    codes = {c for c, _ in rows}
+    assert {"SAVINGS_PLAN_UNUSED", "BILLED_WITHOUT_ACTIVITY", "STORAGE_LINGERING",
+            "SERVERLESS_IDLE_EXCESS"} <= codes  # the messages below are really looked at
+    for code, msg in rows:
+        assert not re.search(r"\d\.\d*0 s\b", msg), (code, msg)  # 86400.000 s, 688.580 s
+        assert not re.search(r"\$\d+\.\d{7,}", msg), (code, msg)  # $5220.000000000000
+    unused = next(m for c, m in rows if c == "SAVINGS_PLAN_UNUSED")
+    assert re.search(r"\$\d+\.\d{2} paid up front", unused), unused
+    idle = [m for c, m in rows if c == "BILLED_WITHOUT_ACTIVITY"]
+    assert any(" billed 86400 s of compute" in m for m in idle), idle
+
+
 def test_compute_categories_partition_billed_seconds_exactly(marts):
     bad = marts.execute("""
         select d.resource_id, d.day, d.billed_seconds, sum(s.seconds) as parts

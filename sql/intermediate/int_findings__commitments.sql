@@ -18,7 +18,7 @@ unused as (
            day::timestamptz as window_start, day::timestamptz + interval 1 day as window_end,
            86400000 as ms,
            cast(upfront_usd / (end_day - start_day) as decimal(38, 12)) as amount_at_stake,
-           'Savings plan ' || plan_id || ' (' || gpu_count || ' × ' || gpu_type || ', $' || upfront_usd
+           'Savings plan ' || plan_id || ' (' || gpu_count || ' × ' || gpu_type || ', $' || round(upfront_usd, 2)
                || ' paid up front for ' || start_day || ' to ' || end_day || ') covered no running pod on '
                || day || ': one day of the commitment, $' || round(upfront_usd / (end_day - start_day), 2)
                || ', bought nothing. A plan applies to the next deployment of the same GPU type after a stop.'

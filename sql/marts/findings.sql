@@ -58,9 +58,9 @@ lingering as (
         cast(d.lingering_storage_seconds * 1000 as bigint),
         coalesce(g.amount, 0),
         case when d.resource_kind = 'network_volume'
-             then 'Network volume ' || d.resource_id || ' was billed for ' || d.lingering_storage_seconds
+             then 'Network volume ' || d.resource_id || ' was billed for ' || secs_text(d.lingering_storage_seconds)
                   || ' s on ' || d.day || ' with no running pod attached'
-             else 'Runpod pod ' || d.resource_id || ' billed volume disk for ' || d.lingering_storage_seconds
+             else 'Runpod pod ' || d.resource_id || ' billed volume disk for ' || secs_text(d.lingering_storage_seconds)
                   || ' s on ' || d.day || ' while its compute was stopped (stopped, not terminated)' end
             || '; threshold storage_lingering_age_seconds = ' || t.lingering_age_s || ' s.'
     from marts.resource_day d
@@ -76,11 +76,11 @@ idle_excess as (
         e.day::timestamptz, e.day::timestamptz + interval 1 day,
         e.idle_ms - e.expected_idle_ms,
         cast(e.rate_per_second * (e.idle_ms - e.expected_idle_ms) / 1000 as decimal(38, 12)),
-        'Serverless endpoint ' || e.endpoint_id || ' billed ' || (e.idle_ms / 1000)::decimal(18, 3)
+        'Serverless endpoint ' || e.endpoint_id || ' billed ' || secs_text((e.idle_ms / 1000)::decimal(18, 3))
             || ' s of worker idle on ' || e.day || ' across ' || e.worker_sessions
             || ' worker sessions; the idle timeout and the gaps between requests explain '
-            || (e.expected_idle_ms / 1000)::decimal(18, 3) || ' s. Excess '
-            || ((e.idle_ms - e.expected_idle_ms) / 1000)::decimal(18, 3)
+            || secs_text((e.expected_idle_ms / 1000)::decimal(18, 3)) || ' s. Excess '
+            || secs_text(((e.idle_ms - e.expected_idle_ms) / 1000)::decimal(18, 3))
             || ' s exceeds serverless_idle_tolerance_seconds = ' || t.idle_tol_s || ' s per session.'
     from intermediate.int_serverless__endpoint_days e
     cross join settings t
@@ -101,7 +101,7 @@ without_activity as (
         cast(d.billed_seconds * 1000 as bigint),
         (select sum(amount) from marts.billed_segments g where g.resource_id = d.resource_id and g.day = d.day
             and g.category in ('unobserved', 'idle_gap', 'startup', 'busy', 'tail')),
-        'Runpod pod ' || d.resource_id || ' billed ' || d.billed_seconds || ' s of compute on ' || d.day
+        'Runpod pod ' || d.resource_id || ' billed ' || secs_text(d.billed_seconds) || ' s of compute on ' || d.day
             || case when not exists (select 1 from intermediate.int_k8s__node_resources r where r.resource_id = d.resource_id)
                     then ' but maps to no Kubernetes node, so no workload was observed on it'
                     else ' but no GPU workload ran on its node that day' end
