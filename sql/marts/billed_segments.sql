@@ -17,13 +17,17 @@ storage_days as (
     group by all
 ),
 
-storage as (
+storage_both as (
     select resource_id, 'instance' as resource_kind, day,
            unnest(['storage_running', 'storage_lingering']) as category,
            unnest([running_ms, lingering_ms]) as ms,
            unnest([running_usd, lingering_usd]) as amount,
            unnest([running_usd, lingering_usd]) as expected_amount
     from storage_days
+),
+
+storage as (  -- a category with neither seconds nor money has no row
+    select * from storage_both where ms <> 0 or amount <> 0
 ),
 
 serverless_long as (
