@@ -185,7 +185,7 @@ def _split_rows(data) -> str:
             continue
         share = f"{(a / billed * 100).quantize(Decimal('0.1')) + 0} %" if billed else ""
         rows.append(f'<tr><td><span class="sw" style="background:{colour}"></span>{esc(label)}</td>'
-                    f'<td>{esc(", ".join(cats))}</td><td class="num">{s:.0f}</td>'
+                    f'<td>{esc(", ".join(cats))}</td><td class="num">{s:,.0f}</td>'
                     f'<td class="num">$<span data-metric="{key}">{money(a)}</span></td>'
                     f'<td class="num">{share}</td></tr>')
     return "\n".join(rows)
@@ -198,13 +198,21 @@ def _clock(t: datetime, day: date) -> str:
     return f"{t:%H:%M:%S}" if t.date() == day else f"{t:%Y-%m-%d %H:%M:%S}"
 
 
+def _secs(v) -> str:
+    """Seconds as a reader takes them: 86,400 for a whole number, 688.588 for a fraction."""
+    if v is None:
+        return ""
+    d = Decimal(v)
+    return f"{d:,.0f}" if d == d.to_integral_value() else f"{d.normalize():,}"
+
+
 def _finding_rows(data) -> str:
     rows = []
     for fid, code, sev, rid, ws, we, secs, amt, msg in data["findings"][:TOP_FINDINGS]:
         win = f"{_clock(ws, data['day'])} – {_clock(we, data['day'])}" if ws and we else ""
         rows.append(f'<tr data-finding-id="{esc(fid)}"><td>{esc(code)}</td>'
                     f'<td class="sev-{esc(sev)}">{esc(sev)}</td><td>{esc(rid)}</td><td>{win}</td>'
-                    f'<td class="num">{esc(secs)}</td>'
+                    f'<td class="num">{_secs(secs)}</td>'
                     f'<td class="num">$<span data-metric="finding-amount">{money(amt)}</span></td>'
                     f'<td class="msg">{esc(msg)}</td></tr>')
     return "\n".join(rows) or '<tr><td colspan="7">No findings on this day.</td></tr>'

@@ -135,6 +135,19 @@ def test_page_is_self_contained(page):
     assert 'data-category="storage_lingering"' in h and 'data-finding="BILLED_AFTER_EXIT"' in h
 
 
+def test_seconds_read_as_seconds(page):
+    """The findings table shows 86,400 for a whole day (86400.000 until 0.10.5), fractions
+    without trailing zeros, and thousands separated, as the split table does."""
+    from recon.report import _secs
+
+    assert [_secs(v) for v in (Decimal("86400.000"), Decimal("688.580"), Decimal("0.000"), None)] \
+        == ["86,400", "688.58", "0", ""]
+    cells = re.findall(r'<tr data-finding-id="[^"]+">(?:<td[^>]*>.*?</td>){4}<td class="num">([^<]*)</td>',
+                       page["html"])
+    assert cells and not any(re.search(r"\.\d*0$", c) for c in cells), cells
+    assert "86,400" in cells
+
+
 def test_text_from_the_data_is_escaped(sim_run):
     con = duckdb.connect(str(sim_run["db"]), read_only=True)
     con.execute("set TimeZone = 'UTC'")
