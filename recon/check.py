@@ -4,6 +4,9 @@ the resources that fail (built on the marts: the same evidence as the findings).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC
+
+from .report import seconds_text as _secs
 
 
 @dataclass
@@ -57,9 +60,10 @@ def run_checks(con, day) -> list[Step]:
     s = Step("4. Bill = POD_TOTAL (compute_s × rate + disk_s × disk_rate + volume_h × nv_rate) "
              "+ SERVERLESS_TOTAL (billable worker s × worker rate)", not bad)
     for kind, n, secs, billed, expected, linger, idle, stopped in rows:
-        s.lines.append(f"{kind}: {n} resource(s), {secs} s billed, billed ${billed:.2f} vs "
-                       f"formula ${(expected or 0):.2f}; storage with compute stopped {linger} s; "
-                       f"serverless idle {idle} s; last compute stop {stopped or '-'}")
+        last = stopped.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if stopped else "-"
+        s.lines.append(f"{kind}: {n} resource(s), {_secs(secs)} s billed, billed ${billed:.2f} vs "
+                       f"formula ${(expected or 0):.2f}; storage with compute stopped "
+                       f"{_secs(linger)} s; serverless idle {_secs(idle)} s; last compute stop {last}")
     s.lines += [f"FAIL {code} {rid}: {msg}" for code, rid, msg in bad]
     steps.append(s)
     return steps

@@ -198,7 +198,7 @@ def _clock(t: datetime, day: date) -> str:
     return f"{t:%H:%M:%S}" if t.date() == day else f"{t:%Y-%m-%d %H:%M:%S}"
 
 
-def _secs(v) -> str:
+def seconds_text(v) -> str:
     """Seconds as a reader takes them: 86,400 for a whole number, 688.588 for a fraction."""
     if v is None:
         return ""
@@ -212,7 +212,7 @@ def _finding_rows(data) -> str:
         win = f"{_clock(ws, data['day'])} – {_clock(we, data['day'])}" if ws and we else ""
         rows.append(f'<tr data-finding-id="{esc(fid)}"><td>{esc(code)}</td>'
                     f'<td class="sev-{esc(sev)}">{esc(sev)}</td><td>{esc(rid)}</td><td>{win}</td>'
-                    f'<td class="num">{_secs(secs)}</td>'
+                    f'<td class="num">{seconds_text(secs)}</td>'
                     f'<td class="num">$<span data-metric="finding-amount">{money(amt)}</span></td>'
                     f'<td class="msg">{esc(msg)}</td></tr>')
     return "\n".join(rows) or '<tr><td colspan="7">No findings on this day.</td></tr>'

@@ -138,9 +138,9 @@ def test_page_is_self_contained(page):
 def test_seconds_read_as_seconds(page):
     """The findings table shows 86,400 for a whole day (86400.000 until 0.10.5), fractions
     without trailing zeros, and thousands separated, as the split table does."""
-    from recon.report import _secs
+    from recon.report import seconds_text
 
-    assert [_secs(v) for v in (Decimal("86400.000"), Decimal("688.580"), Decimal("0.000"), None)] \
+    assert [seconds_text(v) for v in (Decimal("86400.000"), Decimal("688.580"), Decimal("0.000"), None)] \
         == ["86,400", "688.58", "0", ""]
     cells = re.findall(r'<tr data-finding-id="[^"]+">(?:<td[^>]*>.*?</td>){4}<td class="num">([^<]*)</td>',
                        page["html"])

@@ -1,5 +1,6 @@
 """`recon whatif` re-prices tails and idle; `recon check` verifies scheduling in four steps."""
 
+import re
 from datetime import date, timedelta
 from decimal import Decimal
 
@@ -49,6 +50,10 @@ def test_check_names_what_fails_and_passes_a_clean_day(sim_run, tmp_path):
     assert any("BILLED_AFTER_EXIT" in line for line in steps[2].lines)
     assert any("SCALE_TO_ZERO_LATE" in line for line in steps[2].lines)
     assert any("RATE_MISMATCH" in line for line in steps[3].lines)  # the H100 plan not applied
+    # the per-kind lines: seconds as a reader takes them, the last stop in UTC ISO (0.10.5)
+    kinds = [line for line in steps[3].lines if not line.startswith("FAIL")]
+    assert kinds and not any(re.search(r"\d\.\d*0 s\b", line) for line in kinds), kinds
+    assert re.search(r"last compute stop \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", kinds[0]), kinds[0]
     w = World(tmp_path / "clean")
     w.node("n1", "pod1", t("10:00"), t("10:02"))
     w.pod("job-a", "n1", t("10:03"), t("10:05"), t("11:00"))
