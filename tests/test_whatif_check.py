@@ -4,11 +4,11 @@ import re
 from datetime import date, timedelta
 from decimal import Decimal
 
+from engine.build import World, t
 from typer.testing import CliRunner
 
-from engine.build import World, t
-from recon.cli import app
 from recon.check import run_checks
+from recon.cli import app
 from recon.pipeline import run
 from recon.warehouse import connect
 from recon.whatif import whatif
