@@ -170,12 +170,7 @@ def query(sql: str = typer.Argument(..., help="SQL to run (read-only)"),
 
     Example: recon query "select * from marts.resource_day limit 5"
     """
-    from .warehouse import connect
-
-    if not db.exists():
-        err.print(f"[red]error:[/red] {db} does not exist; run `recon run` or `recon demo` first")
-        raise typer.Exit(2)
-    con = connect(db, read_only=True)
+    con = _open_db(db)
     try:
         rel = con.sql(sql)
     except Exception as e:  # duckdb errors carry the SQL position
@@ -203,9 +198,7 @@ def quarantine(db: Path = typer.Option(Path("data/recon.duckdb")), limit: int = 
 
     Example: recon quarantine --limit 20
     """
-    from .warehouse import connect
-
-    con = connect(db, read_only=True)
+    con = _open_db(db)
     rows = con.execute(
         "select source_file, locator, reason from raw.quarantine union all "
         "select source_file, locator, reason from staging.quarantine "
@@ -371,13 +364,12 @@ def whatif_cmd(cooldown: Optional[int] = typer.Option(None, help="KEDA cooldownP
 
     Example: recon whatif --cooldown 60 --idle-timeout 2
     """
-    from .warehouse import connect
     from .whatif import aggregate, whatif
 
     if cooldown is None and scale_down_delay is None and idle_timeout is None:
         err.print("[red]error:[/red] give --cooldown, --scale-down-delay and/or --idle-timeout")
         raise typer.Exit(2)
-    con = connect(db, read_only=True)
+    con = _open_db(db)
     # default: the days the last run built (all of them after a run without --from/--to)
     last = con.execute("select cfg('day_from')::date, cfg('day_to')::date").fetchone()
     lo = _day(day_from) or last[0]
@@ -403,9 +395,8 @@ def check_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
     Example: recon check --day 2026-06-01
     """
     from .check import run_checks
-    from .warehouse import connect
 
-    con = connect(db, read_only=True)
+    con = _open_db(db)
     steps = run_checks(con, date.fromisoformat(day))
     for s in steps:
         console.print(f"[{'green' if s.passed else 'red'}]{'PASS' if s.passed else 'FAIL'}[/] "

@@ -223,6 +223,27 @@ def test_empty_or_missing_folder_is_a_clear_error(tmp_path):
     assert r.exit_code == 2 and "does not exist" in r.output
 
 
+@pytest.mark.parametrize("args", [
+    ["query", "select 1"], ["quarantine"], ["report", "--day", "2026-06-01"],
+    ["check", "--day", "2026-06-01"], ["whatif", "--cooldown", "60"],
+    ["export", "--day", "2026-06-01", "--out", "OUT"]])
+def test_a_command_on_a_missing_warehouse_says_so(tmp_path, args):
+    """Every command that reads the warehouse names the missing file and what to run, exit 2,
+    no traceback (`recon quarantine`, `recon check` and `recon whatif` raised DuckDB's
+    IOException until 0.10.5)."""
+    from typer.testing import CliRunner
+
+    from recon.cli import app
+
+    db = tmp_path / "nope.duckdb"
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    r = CliRunner().invoke(app, [*args, "--db", str(db)], terminal_width=200)
+    assert r.exit_code == 2, r.output
+    assert f"{db} does not exist; run `recon run` or `recon demo` first" in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+    assert not db.exists()  # nothing created by a read
+
+
 def test_kubectl_concatenated_watch_output(folder, tmp_path):
     docs = [{"type": "ADDED", "object": pod("c1", "1")},
             {"type": "MODIFIED", "object": pod("c1", "2", node="n1")}]
