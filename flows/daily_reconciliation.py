@@ -183,6 +183,8 @@ def _cell(v) -> str:
         return ""
     if isinstance(v, datetime):
         return v.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(v, Decimal):  # plain digits: str() gives 0E-12 for a zero amount
+        return format(v, "f")
     return str(v)
 
 

@@ -6,6 +6,7 @@ import logging
 import sys
 import tempfile
 from datetime import date
+from decimal import Decimal
 from pathlib import Path
 from typing import Optional
 
@@ -188,8 +189,18 @@ def query(sql: str = typer.Argument(..., help="SQL to run (read-only)"),
         for c in df.columns:
             t.add_column(c)
         for row in df.iter_rows():
-            t.add_row(*["" if v is None else str(v) for v in row])
+            t.add_row(*[_cell(v) for v in row])
         console.print(t)
+
+
+def _cell(v) -> str:
+    """A value as `recon query` shows it: a decimal in plain digits (str() gives 0E-12 for a zero
+    amount and 3.6E-11 for a small one), everything else as str()."""
+    if v is None:
+        return ""
+    if isinstance(v, Decimal):
+        return format(v, "f")
+    return str(v)
 
 
 @app.command()

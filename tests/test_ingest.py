@@ -244,6 +244,24 @@ def test_a_command_on_a_missing_warehouse_says_so(tmp_path, args):
     assert not db.exists()  # nothing created by a read
 
 
+def test_query_shows_decimals_in_plain_digits(tmp_path):
+    """`recon query`'s table printed a zero amount as 0E-12 and 3.6e-11 USD as 3.6E-11 (Python's
+    str of a Decimal) until 0.10.5; csv and json already wrote plain digits."""
+    from typer.testing import CliRunner
+
+    from recon.cli import app
+    from recon.warehouse import connect
+
+    db = tmp_path / "w.duckdb"
+    connect(db).close()
+    sql = ("select 0::decimal(38, 12) as zero, 0.000000000036::decimal(38, 12) as dust, "
+           "-1.5::decimal(18, 3) as neg, 'x' as s, null::decimal(18, 3) as missing")
+    r = CliRunner().invoke(app, ["query", sql, "--db", str(db)], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert "0.000000000000" in r.output and "0.000000000036" in r.output and "-1.500" in r.output
+    assert "E-" not in r.output
+
+
 def test_kubectl_concatenated_watch_output(folder, tmp_path):
     docs = [{"type": "ADDED", "object": pod("c1", "1")},
             {"type": "MODIFIED", "object": pod("c1", "2", node="n1")}]

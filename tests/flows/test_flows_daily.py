@@ -91,6 +91,12 @@ def test_findings_table_artifact_has_every_finding(daily_run, artifacts_of):
     assert len(rows) == len(ids)
     assert {r["finding_id"] for r in rows} == {i[0] for i in ids}
     assert {r["day"] for r in rows} == {str(day)}
+    # amounts and seconds in plain digits, as the marts hold them (str() of a Decimal gave 0E-12)
+    want = dict(q(db, "select finding_id, amount_at_stake from marts.findings where day = ?", [day]))
+    assert all(Decimal(r["amount_at_stake"]) == want[r["finding_id"]] for r in rows)
+    assert not any("E" in r["amount_at_stake"] or "E" in r["seconds"] for r in rows), rows
+    from flows.daily_reconciliation import _cell
+    assert [_cell(Decimal(v)) for v in ("0E-12", "3.6E-11")] == ["0.000000000000", "0.000000000036"]
 
 
 @pytest.fixture(scope="session")
