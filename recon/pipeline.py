@@ -116,7 +116,8 @@ def billed_span(con) -> tuple[date, date] | None:
 
 def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str | Path | None = None,
         day_from: date | None = None, day_to: date | None = None, progress=None,
-        validate: bool = False, settle_seconds: float = 0, prefetch_gate: bool = False) -> RunResult:
+        validate: bool = False, settle_seconds: float = 0, prefetch_gate: bool = False,
+        on_stage=None) -> RunResult:
     """Land `input_dir` into `db`, rebuild every model, return the accounting and the summary.
 
     With `validate`, the Great Expectations suites run on the result (imported only then) and
@@ -124,9 +125,20 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
     With `validate` or `prefetch_gate` (a gate follows in another call: the daily flow's next
     task), great_expectations starts importing on a thread during the commit
     (`recon.validate.prefetch_gx`).
+    `progress(i, n, file)` is called as each file lands; `on_stage(text)` as each later stage
+    starts: "building staging", "building intermediate", …, "writing the warehouse",
+    "validating".
     """
     input_dir = Path(input_dir)
     cfg = find_config(input_dir, config)
+    stage = on_stage or (lambda text: None)
+    layer_now: list[str] = []
+
+    def on_model(layer: str, name: str) -> None:
+        if layer_now[-1:] != [layer]:
+            layer_now.append(layer)
+            stage(f"building {layer}")
+
     con = connect(db)
     try:
         t0 = time.perf_counter()
@@ -139,11 +151,12 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
             t1 = time.perf_counter()
             write_config(con, cfg, day_from, day_to)
             timings["config"] = time.perf_counter() - t1
-            build(con, timings, transaction=False)
+            build(con, timings, transaction=False, on_model=on_model)
             if validate or prefetch_gate:
                 from .validate import prefetch_gx
 
                 prefetch_gx()  # the commit below keeps one core busy, the import takes the other
+            stage("writing the warehouse")
             t1 = time.perf_counter()
             con.execute("commit")
             timings["commit"] = time.perf_counter() - t1
@@ -170,6 +183,7 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
             from .validate import Scope
             from .validate import validate as run_validation
 
+            stage("validating")
             t1 = time.perf_counter()
             # the run's days (all of them without --from/--to) and the files landed since the
             # last validation that passed

@@ -392,7 +392,7 @@ def build_order(windowed: bool) -> list[tuple[str, str, Path]]:
 
 
 def build(con, timings: dict | None = None, model_timings: dict | None = None,
-          transaction: bool = True) -> None:
+          transaction: bool = True, on_model=None) -> None:
     """Build staging → intermediate → marts → checks from sql/, in one transaction.
 
     Staging is incremental (`recon.incremental`). A windowed run (config day_from/day_to, from
@@ -403,7 +403,8 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
     Intermediate tables hold the last run's scope.
 
     `timings` gets seconds per layer; `model_timings` (optional) seconds per model, keyed
-    `<layer>.<name>` (the benchmark harness reads it, e.g. `marts.findings`).
+    `<layer>.<name>` (the benchmark harness reads it, e.g. `marts.findings`). `on_model(layer,
+    name)` is called before each model is built (progress).
     """
 
     windowed = con.execute("select cfg('day_from') <> '0001-01-01' or cfg('day_to') <> '9999-12-31'"
@@ -438,6 +439,8 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
                     staged.ensure_bounds()
             if layer == "scope" and not scoped:
                 continue
+            if on_model is not None:
+                on_model(layer, name)
             body = bodies[path]
             if layer == "scope":
                 body = re.sub(r"\bscope\.([a-z0-9_]+)\b", r"scope__\1", body)
