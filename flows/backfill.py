@@ -29,6 +29,7 @@ try:
     from flows.common import days_between, limited, local_api_defaults, logger, tags_with_limits
     from flows.daily_reconciliation import (
         build_marts,
+        export_finance,
         publish_summary,
         pull_provider_window,
         validate_marts,
@@ -43,6 +44,7 @@ except ImportError:  # pragma: no cover - the project is not installed
     )
     from daily_reconciliation import (  # type: ignore
         build_marts,
+        export_finance,
         publish_summary,
         pull_provider_window,
         validate_marts,
@@ -73,7 +75,7 @@ def days_done(db: str, days: list[date], validation: bool = True) -> list[date]:
 def backfill(start: str, end: str, landing_dir: str = "data/landing",
              db: str = "data/recon.duckdb", config: str | None = None, force: bool = False,
              pull_provider: bool = False, validation: bool = True,
-             batch_days: int = BATCH_DAYS) -> dict:
+             batch_days: int = BATCH_DAYS, exports_dir: str | None = None) -> dict:
     """Reconcile every UTC day from start to end (both included), oldest first.
 
     Args:
@@ -88,6 +90,9 @@ def backfill(start: str, end: str, landing_dir: str = "data/landing",
         validation: Run the data-quality gate after each batch's build; a critical failure
             stops the backfill at that batch, nothing of it published (a rerun resumes there).
         batch_days: Most consecutive days built and gated together (1: day by day).
+        exports_dir: Folder for each day's finance CSVs (costs_<day>.csv, findings_<day>.csv),
+            written after its batch's gate passed; empty or null (the default): none.
+            prefect.yaml and `python flows/backfill.py` set data/exports.
     """
     from recon.published import batches
 
@@ -112,6 +117,8 @@ def backfill(start: str, end: str, landing_dir: str = "data/landing",
         checked = (limited(validate_marts, limits)(str(db), first, last) if validation
                    else {"skipped": "validation=false"})
         for day in batch:
+            if exports_dir:
+                limited(export_finance, limits)(str(db), day, str(exports_dir))
             publish_summary(str(db), day, load, checked)
             out["built"].append(day.isoformat())
         out["batches"].append([first.isoformat(), last.isoformat()])
@@ -132,11 +139,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--no-validate", action="store_true", help="skip the data-quality gate")
     p.add_argument("--batch-days", type=int, default=BATCH_DAYS,
                    help=f"most days built and gated together (default {BATCH_DAYS}; 1: day by day)")
+    p.add_argument("--exports-dir", default="data/exports",
+                   help="folder for each day's finance CSVs ('' for none)")
     a = p.parse_args(argv)
     local_api_defaults()  # before the flow starts the temporary API
     backfill(start=a.start, end=a.end, landing_dir=a.landing_dir, db=a.db, config=a.config,
              force=a.force, pull_provider=a.pull_provider, validation=not a.no_validate,
-             batch_days=a.batch_days)
+             batch_days=a.batch_days, exports_dir=a.exports_dir or None)
 
 
 if __name__ == "__main__":

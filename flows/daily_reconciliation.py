@@ -251,6 +251,24 @@ def render_markdown(day: date, db: str, summary: dict | None, findings: list[dic
     return "\n".join(lines) + "\n"
 
 
+@task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
+def export_finance(db: str, day: date, exports_dir: str) -> list[str]:
+    """The day's finance CSVs into `exports_dir`: costs_<day>.csv (money by team, workload and
+    category; it ties to the bill) and findings_<day>.csv (`recon.exports.export_day`, the
+    files `recon export --day` writes). Each file is written whole or not at all, and a
+    rerun replaces it. Runs after the gate, so a day's files only exist once it passed."""
+    from recon.exports import export_day
+    from recon.warehouse import connect
+
+    con = connect(db, read_only=True)
+    try:
+        paths = [str(p) for p in export_day(con, day.isoformat(), exports_dir)]
+    finally:
+        con.close()
+    logger().info("%s: wrote %s", day, ", ".join(paths))
+    return paths
+
+
 @task(cache_policy=NO_CACHE)
 def publish_summary(db: str, day: date, load: dict | None = None,
                     validation: dict | None = None) -> dict:
@@ -300,7 +318,8 @@ def _run_name() -> str:
 
 def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = None,
                   pull_provider: bool = False, trailing_days: int = 1,
-                  validation: bool = True, settle_seconds: int = 0) -> dict:
+                  validation: bool = True, settle_seconds: int = 0,
+                  exports_dir: str | None = None) -> dict:
     """The daily steps in order (the daily flow; a backfill runs them by batches of days)."""
     if pull_provider and trailing_days < 1:
         raise ValueError("trailing_days must be at least 1")
@@ -312,6 +331,8 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
                                         prefetch_gate=validation)
     checked = (limited(validate_marts, limits)(db, day) if validation
                else {"skipped": "validation=false"})
+    if exports_dir:
+        limited(export_finance, limits)(db, day, exports_dir)
     return publish_summary(db, day, load, checked)
 
 
@@ -319,8 +340,9 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
 def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landing",
                          db: str = "data/recon.duckdb", config: str | None = None,
                          pull_provider: bool = False, trailing_days: int = 3,
-                         validation: bool = True, settle_seconds: int = 0) -> dict:
-    """Reconcile one UTC day: landing area -> DuckDB marts -> summary artifacts.
+                         validation: bool = True, settle_seconds: int = 0,
+                         exports_dir: str | None = None) -> dict:
+    """Reconcile one UTC day: landing area -> DuckDB marts -> finance CSVs, summary artifacts.
 
     Args:
         day: UTC day to reconcile, YYYY-MM-DD. Default: the day before the run's scheduled
@@ -338,10 +360,13 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
         settle_seconds: Leave files modified less than this long ago for a later run (the
             collector appends to the current hour's file; landing it half-written would make
             the next run land it again and rebuild staging in full). prefect.yaml sets 600.
+        exports_dir: Folder for the day's finance CSVs (costs_<day>.csv, findings_<day>.csv),
+            written after the gate passed; empty or null (the default): none. prefect.yaml
+            and `python flows/daily_reconciliation.py` set data/exports.
     """
     return reconcile_day(parse_day(day), str(landing_dir), str(db),
                          str(config) if config else None, pull_provider, trailing_days, validation,
-                         settle_seconds)
+                         settle_seconds, str(exports_dir) if exports_dir else None)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -353,11 +378,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--pull-provider", action="store_true", help="pull Runpod billing first")
     p.add_argument("--trailing-days", type=int, default=3)
     p.add_argument("--no-validate", action="store_true", help="skip the data-quality gate")
+    p.add_argument("--exports-dir", default="data/exports",
+                   help="folder for the day's finance CSVs ('' for none)")
     a = p.parse_args(argv)
     local_api_defaults()  # before the flow starts the temporary API
     daily_reconciliation(day=a.day, landing_dir=str(Path(a.landing_dir)), db=str(Path(a.db)),
                          config=a.config, pull_provider=a.pull_provider,
-                         trailing_days=a.trailing_days, validation=not a.no_validate)
+                         trailing_days=a.trailing_days, validation=not a.no_validate,
+                         exports_dir=a.exports_dir or None)
 
 
 if __name__ == "__main__":

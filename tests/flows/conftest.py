@@ -68,10 +68,11 @@ def daily_run(harness, landing, tmp_path_factory) -> dict:
     from flows.daily_reconciliation import daily_reconciliation
 
     db = tmp_path_factory.mktemp("warehouse") / "recon.duckdb"
+    exports = db.parent / "exports"
     state = daily_reconciliation(day=DAY.isoformat(), landing_dir=str(landing), db=str(db),
-                                 return_state=True)
+                                 exports_dir=str(exports), return_state=True)
     return {"state": state, "db": db, "landing": landing, "day": DAY, "day2": DAY2,
-            "flow_run_id": state.state_details.flow_run_id}
+            "exports": exports, "flow_run_id": state.state_details.flow_run_id}
 
 
 @pytest.fixture(scope="session")

@@ -82,6 +82,33 @@ def test_summary_artifact_equals_the_marts(daily_run, artifacts_of):
     assert Decimal(daily_run["state"].result()["billed"]) == money(billed)
 
 
+def test_daily_flow_writes_the_days_finance_csvs(daily_run, tmp_path):
+    """The flow writes the day's costs and findings CSVs once its gate passed (until 0.10.5 the
+    README said it exported and it did not): the same bytes as `recon export --day`, and the
+    costs tie to the day's bill."""
+    import csv
+
+    from typer.testing import CliRunner
+
+    from recon.cli import app
+
+    db, day, exports = daily_run["db"], daily_run["day"], daily_run["exports"]
+    names = sorted(p.name for p in exports.iterdir())
+    assert names == [f"costs_{day}.csv", f"findings_{day}.csv"]
+    r = CliRunner().invoke(app, ["export", "--day", str(day), "--out", str(tmp_path), "--db",
+                                 str(db)])
+    assert r.exit_code == 0, r.output
+    for n in names:
+        assert (exports / n).read_bytes() == (tmp_path / n).read_bytes(), n
+    with open(exports / f"costs_{day}.csv", newline="") as f:
+        total = sum(Decimal(row["billed_amount"]) for row in csv.DictReader(f))
+    billed = q(db, "select sum(billed_amount) from marts.resource_day where day = ?", [day])[0][0]
+    assert total == billed > 0
+    with open(exports / f"findings_{day}.csv", newline="") as f:
+        assert len(list(csv.DictReader(f))) == q(
+            db, "select count(*) from marts.findings where day = ?", [day])[0][0]
+
+
 def test_findings_table_artifact_has_every_finding(daily_run, artifacts_of):
     db, day = daily_run["db"], daily_run["day"]
     art = artifacts_of(daily_run["flow_run_id"])["recon-daily-findings"]
@@ -104,10 +131,13 @@ def backfill_run(daily_run):
     """Backfill DAY..DAY2 on the daily run's warehouse: DAY is already there."""
     from flows.backfill import backfill
 
+    exports = daily_run["db"].parent / "exports-backfill"
     state = backfill(start=str(daily_run["day"]), end=str(daily_run["day2"]),
                      landing_dir=str(daily_run["landing"]), db=str(daily_run["db"]),
-                     validation=False, return_state=True)  # the gate costs ~10 s (GX)
-    return {**daily_run, "state": state, "flow_run_id": state.state_details.flow_run_id}
+                     validation=False, exports_dir=str(exports),
+                     return_state=True)  # the gate costs ~10 s (GX)
+    return {**daily_run, "state": state, "flow_run_id": state.state_details.flow_run_id,
+            "exports": exports}
 
 
 def test_backfill_skips_built_days_and_builds_the_rest(backfill_run, artifacts_of):
@@ -120,6 +150,9 @@ def test_backfill_skips_built_days_and_builds_the_rest(backfill_run, artifacts_o
              [run["day2"]])[0][0] > 0
     md = artifacts_of(run["flow_run_id"])["recon-daily-summary"].data
     assert str(run["day2"]) in md
+    # the finance CSVs of the day it built, none of the day it skipped
+    assert sorted(p.name for p in run["exports"].iterdir()) == [
+        f"costs_{run['day2']}.csv", f"findings_{run['day2']}.csv"]
 
 
 def test_backfill_keeps_the_days_built_before(backfill_run):

@@ -99,8 +99,9 @@ def test_deploy_and_run_the_daily_deployment_with_a_process_worker(tmp_path):
                 [*PREFECT, "worker", "start", "--pool", "recon-process"], env=cli_env,
                 cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
         # settle 0: the test's files were just written (prefect.yaml's 600 s would leave them)
+        exports = tmp_path / "exports"  # not prefect.yaml's data/exports in the worker's cwd
         params = json.dumps({"day": DAY, "landing_dir": str(landing), "db": str(db),
-                             "settle_seconds": 0})
+                             "settle_seconds": 0, "exports_dir": str(exports)})
         out = cli("deployment", "run", "daily-reconciliation/daily-reconciliation",
                   "--params", params)
         m = re.search(r"UUID:\s*([0-9a-f-]{36})", out)
@@ -125,6 +126,8 @@ def test_deploy_and_run_the_daily_deployment_with_a_process_worker(tmp_path):
         assert "| Billed |" in by_key["recon-daily-summary"]["data"]
         assert by_key["recon-daily-findings"]["type"] == "table"
         assert db.exists()
+        assert sorted(p.name for p in exports.iterdir()) == [f"costs_{DAY}.csv",
+                                                            f"findings_{DAY}.csv"]
     finally:
         for p in reversed(procs):
             stop(p)
