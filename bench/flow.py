@@ -9,7 +9,8 @@ a fresh process on a fresh DuckDB file, with the same `sync` and page-cache warm
 `bench/run`. In the child: a temporary Prefect API (its own PREFECT_HOME) is started by a trivial
 flow first (`server_start`, a fixed cost reported apart), then `daily_reconciliation(day)` is
 timed (`flow`). Its task runs' durations come from the API afterwards (start to end of each
-`build_marts`, `validate_marts`, `publish_summary` run); `orchestration` = the flow's wall minus
+`build_marts`, `validate_marts`, `export_finance` (since 0.10.5, as the deployment runs it),
+`publish_summary` run); `orchestration` = the flow's wall minus
 its task runs (task and flow run creation, state changes, the concurrency-limit check).
 Prints median and min-max, writes bench/results/flow-<sha>-<key>[-label].json.
 """
@@ -36,10 +37,10 @@ def _harness():
     return mod
 
 
-TASKS = ("build_marts", "validate_marts", "publish_summary")
+TASKS = ("build_marts", "validate_marts", "export_finance", "publish_summary")
 
 CHILD = r"""
-import json, sys, time
+import inspect, json, sys, time
 spec = json.loads(sys.argv[1])
 t = time.perf_counter()
 from prefect import flow
@@ -56,8 +57,12 @@ t = time.perf_counter()
 noop()
 server_start = time.perf_counter() - t
 t = time.perf_counter()
+# the day's finance CSVs, as prefect.yaml's deployment writes them (a tree from before 0.10.5
+# has no exports_dir)
+kw = ({'exports_dir': spec['db'] + '.exports'}
+      if 'exports_dir' in inspect.signature(daily_reconciliation.fn).parameters else {})
 state = daily_reconciliation(day=spec['day'], landing_dir=spec['input'], db=spec['db'],
-                             validation=spec['validation'], return_state=True)
+                             validation=spec['validation'], return_state=True, **kw)
 wall = time.perf_counter() - t
 assert state.is_completed(), state
 with get_client(sync_client=True) as c:
