@@ -72,7 +72,7 @@ def check_flow(key_params: dict, summary: dict) -> list[dict]:
     """The targets a `bench/flow.py` result is held to (the target day only)."""
     if not is_target_day(key_params):
         return []
-    return [t for t in [_t("500-node day: the Prefect daily flow (build, gate, summary)",
+    return [t for t in [_t("500-node day: the Prefect daily flow (build, gate, exports, summary)",
                            (summary.get("flow") or {}).get("median"), DAY_SECONDS, "s")] if t]
 
 
