@@ -49,23 +49,39 @@ def local_server(port: int = 4200, timeout: float = 120.0):
             proc.wait()
 
 
-def serve_daily(landing_dir: str, db: str, cron: str = "30 2 * * *", port: int = 4200) -> None:
-    """Serve deployment `daily-reconciliation/daily-reconciliation` on `cron` (UTC)."""
+def serve_daily(landing_dir: str, db: str, cron: str = "30 2 * * *", port: int = 4200,
+                exports_dir: str | None = "data/exports", settle_seconds: int = 600) -> None:
+    """Serve deployment `daily-reconciliation/daily-reconciliation` on `cron` (UTC), with the
+    parameters prefect.yaml's deployment has: the day's finance CSVs into `exports_dir` (None:
+    none) and files modified in the last `settle_seconds` left for the next run (the
+    collector's open hour)."""
     if os.environ.get("PREFECT_API_URL"):
-        return _serve(landing_dir, db, cron)
+        return _serve(landing_dir, db, cron, exports_dir, settle_seconds)
     with local_server(port) as url:
         os.environ["PREFECT_API_URL"] = url  # for flow-run subprocesses
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
         with temporary_settings({PREFECT_API_URL: url}):
-            _serve(landing_dir, db, cron)
+            _serve(landing_dir, db, cron, exports_dir, settle_seconds)
 
 
-def _serve(landing_dir: str, db: str, cron: str) -> None:
+def serve_parameters(landing_dir: str, db: str, exports_dir: str | None = "data/exports",
+                     settle_seconds: int = 600) -> dict:
+    """The served deployment's parameters (until 0.10.5 only the landing area and the warehouse:
+    no finance CSVs, and the collector's open hour landed half-written)."""
+    params = {"landing_dir": str(landing_dir), "db": str(db), "settle_seconds": int(settle_seconds)}
+    if exports_dir:
+        params["exports_dir"] = str(exports_dir)
+    return params
+
+
+def _serve(landing_dir: str, db: str, cron: str, exports_dir: str | None = "data/exports",
+           settle_seconds: int = 600) -> None:
     from prefect.schedules import Cron
 
     from flows.daily_reconciliation import daily_reconciliation
 
     daily_reconciliation.serve(name="daily-reconciliation",
                                schedules=[Cron(cron, timezone="UTC")],
-                               parameters={"landing_dir": str(landing_dir), "db": str(db)})
+                               parameters=serve_parameters(landing_dir, db, exports_dir,
+                                                           settle_seconds))

@@ -243,14 +243,19 @@ def serve(landing_dir: Path = typer.Option(Path("data/landing"), help="Landing a
           db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to write"),
           cron: str = typer.Option("30 2 * * *", help="UTC cron; each run reconciles the day before"),
           port: int = typer.Option(4200, help="Port of the local Prefect server started when "
-                                              "PREFECT_API_URL is not set")):
+                                              "PREFECT_API_URL is not set"),
+          exports_dir: str = typer.Option("data/exports", help="Folder for each day's finance "
+                                          "CSVs, written once its gate passed ('' for none)"),
+          settle: int = typer.Option(600, "--settle", help="Leave files modified less than this "
+                                     "many seconds ago for the next run (the collector's open "
+                                     "hour)")):
     """Run the daily reconciliation on its schedule from this process (no work pool needed).
 
     Example: recon serve --landing-dir /data/landing --db data/recon.duckdb
     """
     from flows.serve import serve_daily
 
-    serve_daily(str(landing_dir), str(db), cron, port)
+    serve_daily(str(landing_dir), str(db), cron, port, exports_dir or None, settle)
 
 
 def _open_db(db: Path):

@@ -59,3 +59,34 @@ def test_provider_tasks_carry_the_concurrency_tag():
 
     for t in (pull_provider_window, snapshot_runpod_inventory):
         assert "runpod-api" in t.tags and t.retries == 3
+
+
+def test_recon_serve_runs_the_daily_flow_with_the_deployments_parameters(monkeypatch):
+    """`recon serve` serves the daily flow with what prefect.yaml's deployment sets for the
+    finance CSVs and the collector's open hour (until 0.10.5 it passed only the landing area and
+    the warehouse: no CSVs, and a half-written hour landed), and the CLI's options reach it."""
+    from typer.testing import CliRunner
+
+    import flows.daily_reconciliation as daily
+    import flows.serve as serve
+    from recon.cli import app
+
+    yaml_params = deployments()["daily-reconciliation"]["parameters"]
+    served = serve.serve_parameters("L", "D")
+    assert served["exports_dir"] == yaml_params["exports_dir"]
+    assert served["settle_seconds"] == yaml_params["settle_seconds"]
+    assert set(served) <= set(inspect.signature(daily.daily_reconciliation.fn).parameters)
+    assert "exports_dir" not in serve.serve_parameters("L", "D", exports_dir=None)
+
+    calls = []
+    monkeypatch.setattr(daily.daily_reconciliation, "serve",
+                        lambda **kw: calls.append(kw), raising=False)
+    serve._serve("L", "D", "30 2 * * *", "X", 60)
+    assert calls[0]["parameters"] == {"landing_dir": "L", "db": "D", "exports_dir": "X",
+                                      "settle_seconds": 60}
+    got = []
+    monkeypatch.setattr(serve, "serve_daily", lambda *a: got.append(a))
+    r = CliRunner().invoke(app, ["serve", "--landing-dir", "L", "--db", "D", "--exports-dir", "",
+                                 "--settle", "0"])
+    assert r.exit_code == 0, r.output
+    assert got == [("L", "D", "30 2 * * *", 4200, None, 0)]
