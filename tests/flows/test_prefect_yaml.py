@@ -68,7 +68,7 @@ def test_recon_serve_runs_the_daily_flow_with_the_deployments_parameters(monkeyp
     from typer.testing import CliRunner
 
     import flows.daily_reconciliation as daily
-    import flows.serve as serve
+    from flows import serve
     from recon.cli import app
 
     yaml_params = deployments()["daily-reconciliation"]["parameters"]
