@@ -25,8 +25,26 @@ def _logging(verbose: bool) -> None:
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
 
-def _day(s: Optional[str]) -> Optional[date]:
-    return date.fromisoformat(s) if s else None
+def _day(s: Optional[str], option: str = "--day") -> Optional[date]:
+    """A UTC day option (YYYY-MM-DD), or a clear error and exit 2 (a traceback until 0.10.5)."""
+    if not s:
+        return None
+    from .exports import parse_day
+
+    try:
+        return parse_day(s)
+    except ValueError:
+        err.print(f"[red]error:[/red] {option} must be a UTC day YYYY-MM-DD, got {s!r}")
+        raise typer.Exit(2) from None
+
+
+def _window(day_from: Optional[str], day_to: Optional[str]):
+    """--from/--to as days; a window that ends before it starts is an error, not an empty run."""
+    lo, hi = _day(day_from, "--from"), _day(day_to, "--to")
+    if lo is not None and hi is not None and lo > hi:
+        err.print(f"[red]error:[/red] --from {lo} is after --to {hi}")
+        raise typer.Exit(2)
+    return lo, hi
 
 
 STAGE_AFTER_SECONDS = 3.0  # recon run shows its stages once it has run this long
@@ -105,7 +123,7 @@ def simulate(out: Path = typer.Option(..., help="Folder to write"),
     from .simulate import simulate as sim
 
     r = sim(out, seed=seed, days=days, nodes=nodes, endpoints=endpoints, scale=scale,
-            start_day=date.fromisoformat(start))
+            start_day=_day(start, "--start"))
     console.print(f"Wrote {r['files']} input files to {out} (config: {out}/recon.toml, "
                   f"ground truth: {out}/expected/ground_truth.json)")
 
@@ -130,7 +148,7 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
 
     _logging(verbose)
     try:
-        res = run(input, db, config, _day(day_from), _day(day_to),
+        res = run(input, db, config, *_window(day_from, day_to),
                   progress=lambda i, n, name: err.print(f"[dim]loaded {i}/{n} {name}[/dim]")
                   if n > 20 and i % max(1, n // 10) == 0 else None, validate=validate,
                   settle_seconds=settle, on_stage=_stage_printer())
@@ -227,7 +245,7 @@ def quarantine(db: Path = typer.Option(Path("data/recon.duckdb")), limit: int = 
 
     Example: recon quarantine --limit 20
     """
-    con = _open_db(db)
+    con = _open_db(db, need_marts=True)
     rows = con.execute(
         "select source_file, locator, reason from raw.quarantine union all "
         "select source_file, locator, reason from staging.quarantine "
@@ -258,13 +276,22 @@ def serve(landing_dir: Path = typer.Option(Path("data/landing"), help="Landing a
     serve_daily(str(landing_dir), str(db), cron, port, exports_dir or None, settle)
 
 
-def _open_db(db: Path):
+def _open_db(db: Path, need_marts: bool = False):
+    """The warehouse, read-only; a missing file (or, with `need_marts`, one no run has built
+    yet) is a clear error and exit 2, not DuckDB's traceback."""
     from .warehouse import connect
 
     if not db.exists():
         err.print(f"[red]error:[/red] {db} does not exist; run `recon run` or `recon demo` first")
         raise typer.Exit(2)
-    return connect(db, read_only=True)
+    con = connect(db, read_only=True)
+    if need_marts and not con.execute(
+            "select count(*) from duckdb_tables() where schema_name = 'marts' "
+            "and table_name = 'resource_day'").fetchone()[0]:
+        con.close()
+        err.print(f"[red]error:[/red] {db} holds no reconciliation yet; run `recon run` first")
+        raise typer.Exit(2)
+    return con
 
 
 @app.command("export")
@@ -293,7 +320,7 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
     except ValueError as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2)
-    con = _open_db(db)
+    con = _open_db(db, need_marts=True)
     try:
         if day is not None:
             paths = exports.export_day(con, day, out)
@@ -323,7 +350,7 @@ def report_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
     except ValueError as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2)
-    con = _open_db(db)
+    con = _open_db(db, need_marts=True)
     try:
         path = write_report(con, day, out or Path(f"report_{day}.html"), db_label=str(db))
     except ValueError as e:
@@ -388,9 +415,11 @@ def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing are
 
 
 @app.command("whatif")
-def whatif_cmd(cooldown: Optional[int] = typer.Option(None, help="KEDA cooldownPeriod, seconds"),
-               scale_down_delay: Optional[int] = typer.Option(None, help="Scale-down grace, seconds"),
-               idle_timeout: Optional[int] = typer.Option(None, help="Serverless idle timeout, s"),
+def whatif_cmd(cooldown: Optional[int] = typer.Option(None, min=0, help="KEDA cooldownPeriod, seconds"),
+               scale_down_delay: Optional[int] = typer.Option(None, min=0,
+                                                              help="Scale-down grace, seconds"),
+               idle_timeout: Optional[int] = typer.Option(None, min=0,
+                                                          help="Serverless idle timeout, s"),
                day_from: Optional[str] = typer.Option(None, "--from"),
                day_to: Optional[str] = typer.Option(None, "--to"),
                db: Path = typer.Option(Path("data/recon.duckdb"))):
@@ -403,11 +432,11 @@ def whatif_cmd(cooldown: Optional[int] = typer.Option(None, help="KEDA cooldownP
     if cooldown is None and scale_down_delay is None and idle_timeout is None:
         err.print("[red]error:[/red] give --cooldown, --scale-down-delay and/or --idle-timeout")
         raise typer.Exit(2)
-    con = _open_db(db)
+    lo, hi = _window(day_from, day_to)
+    con = _open_db(db, need_marts=True)
     # default: the days the last run built (all of them after a run without --from/--to)
     last = con.execute("select cfg('day_from')::date, cfg('day_to')::date").fetchone()
-    lo = _day(day_from) or last[0]
-    hi = _day(day_to) or last[1]
+    lo, hi = lo or last[0], hi or last[1]
     try:
         rows = aggregate(whatif(con, lo, hi, cooldown, scale_down_delay, idle_timeout))
     except ValueError as e:
@@ -430,8 +459,9 @@ def check_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
     """
     from .check import run_checks
 
-    con = _open_db(db)
-    steps = run_checks(con, date.fromisoformat(day))
+    the_day = _day(day)
+    con = _open_db(db, need_marts=True)
+    steps = run_checks(con, the_day)
     for s in steps:
         console.print(f"[{'green' if s.passed else 'red'}]{'PASS' if s.passed else 'FAIL'}[/] "
                       f"{s.title}", soft_wrap=True)

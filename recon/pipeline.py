@@ -129,6 +129,8 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
     starts: "building staging", "building intermediate", …, "writing the warehouse",
     "validating".
     """
+    if day_from is not None and day_to is not None and day_from > day_to:
+        raise ValueError(f"the window ends before it starts: {day_from} is after {day_to}")
     input_dir = Path(input_dir)
     cfg = find_config(input_dir, config)
     stage = on_stage or (lambda text: None)

@@ -262,6 +262,70 @@ def test_query_shows_decimals_in_plain_digits(tmp_path):
     assert "E-" not in r.output
 
 
+@pytest.mark.parametrize("args", [
+    ["quarantine"], ["report", "--day", "2026-06-01"], ["check", "--day", "2026-06-01"],
+    ["whatif", "--cooldown", "60"], ["export", "--day", "2026-06-01", "--out", "OUT"]])
+def test_a_command_on_a_warehouse_never_built_says_so(tmp_path, args):
+    """A warehouse file no run has built (an interrupted first run leaves one) gave DuckDB's
+    catalog error as a traceback until 0.10.5."""
+    from typer.testing import CliRunner
+
+    from recon.cli import app
+    from recon.warehouse import connect
+
+    db = tmp_path / "empty.duckdb"
+    connect(db).close()
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    r = CliRunner().invoke(app, [*args, "--db", str(db)], terminal_width=200)
+    assert r.exit_code == 2, r.output
+    assert f"{db} holds no reconciliation yet; run `recon run` first" in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["run", "--input", "IN", "--from", "2026-06-05", "--to", "2026-06-01"],
+     "--from 2026-06-05 is after --to 2026-06-01"),
+    (["run", "--input", "IN", "--from", "2026-6-1"], "--from must be a UTC day YYYY-MM-DD"),
+    (["check", "--day", "2026/06/01"], "--day must be a UTC day YYYY-MM-DD, got '2026/06/01'"),
+    (["whatif", "--cooldown", "60", "--to", "June"], "--to must be a UTC day YYYY-MM-DD"),
+    (["whatif", "--cooldown", "-5"], "greater than or equal to 0"),
+    (["simulate", "--out", "OUT", "--start", "tomorrow"], "--start must be a UTC day")])
+def test_a_bad_day_or_setting_is_a_clear_error(tmp_path, args, says):
+    """Until 0.10.5 a reversed window ran and reported 'no day with a billed or active
+    resource', `recon check --day 2026/06/01` printed a traceback, and `recon whatif` priced a
+    negative cooldown. Each is now exit 2 with the option named, and nothing is written."""
+    from typer.testing import CliRunner
+
+    from recon.cli import app
+    from recon.warehouse import connect
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "x.json").write_text("{}")
+    db = tmp_path / "w.duckdb"
+    if args[0] in ("check", "whatif"):
+        connect(db).close()
+    args = [str(tmp_path / "in") if a == "IN" else str(tmp_path / "out") if a == "OUT" else a
+            for a in args]
+    r = CliRunner().invoke(app, [*args, *([] if args[0] == "simulate" else ["--db", str(db)])],
+                           terminal_width=200)
+    assert r.exit_code == 2, r.output
+    assert says in r.output, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+    if args[0] == "run":
+        assert not db.exists()  # refused before landing anything
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_library_refuses_a_reversed_window(tmp_path):
+    from datetime import date
+
+    from recon.pipeline import run
+
+    with pytest.raises(ValueError, match="ends before it starts"):
+        run(tmp_path, tmp_path / "w.duckdb", day_from=date(2026, 6, 5), day_to=date(2026, 6, 1))
+    assert not (tmp_path / "w.duckdb").exists()
+
+
 def test_kubectl_concatenated_watch_output(folder, tmp_path):
     docs = [{"type": "ADDED", "object": pod("c1", "1")},
             {"type": "MODIFIED", "object": pod("c1", "2", node="n1")}]
