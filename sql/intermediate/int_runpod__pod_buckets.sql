@@ -109,22 +109,28 @@ storage as (
     from amounts
 ),
 
+-- what the disk amount holds beyond the running rate but buys no stopped millisecond at the
+-- stopped rate is the bill's rounding (~1e-10 USD), not lingering storage: it stays with the
+-- running disk instead of making a zero-second storage_lingering row
+running as (
+    select
+        *,
+        case when disk_stopped_per_month > 0 and storage_lingering_ms = 0 and compute_ms > 0
+             then disk_usd else storage_running_usd end as running_usd
+    from storage
+),
+
 final as (
     select
         pod_id, bucket_start, bucket_end, bucket_ms, source_format, compute_rate_per_hour,
         rate_source, contracted_rate_per_hour, plan_id, compute_ms, compute_derived, compute_usd, disk_usd, total_amount_usd,
         case when disk_usd > 0 then compute_ms else 0 end as storage_running_ms,
-        -- what the disk amount holds beyond the running rate but buys no stopped millisecond at the
-        -- stopped rate is the bill's rounding (~1e-10 USD), not lingering storage: it stays with
-        -- the running disk instead of making a zero-second storage_lingering row
-        case when disk_stopped_per_month > 0 and storage_lingering_ms = 0 and compute_ms > 0
-             then disk_usd else storage_running_usd end as storage_running_usd,
+        running_usd as storage_running_usd,
         storage_lingering_ms,
-        case when disk_stopped_per_month > 0 and storage_lingering_ms = 0 and compute_ms > 0
-             then 0 else disk_usd - storage_running_usd end as storage_lingering_usd,
+        disk_usd - running_usd as storage_lingering_usd,
         storage_split_assumed,
         source_file, record_no
-    from storage
+    from running
 )
 
 select * from final
