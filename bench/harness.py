@@ -497,6 +497,18 @@ def fixed_costs(runs: int, prefect: bool) -> dict:
             code = ("from prefect import flow\n@flow\ndef noop():\n    return 1\nnoop()\n")
             xs = [timed(code, {**child_env(), **extra})]
             out["prefect_trivial_flow_first"] = {"median": xs[0], "min": xs[0], "max": xs[0]}
+    uv = shutil.which("uv")
+    if uv:  # what `uv run` adds to every command (its sync check; until 0.10.6 a recompile)
+        env = child_env()
+        xs = []
+        for _ in range(runs + 1):
+            t = time.perf_counter()
+            p = subprocess.run([uv, "run", "--project", str(ROOT), "python", "-c", "pass"],
+                               cwd=ROOT, capture_output=True, env=env, check=False)
+            xs.append(time.perf_counter() - t if p.returncode == 0 else None)
+        xs = xs[1:]
+        out["uv_run_python_start"] = {"median": med(xs), "min": spread(xs)[0],
+                                      "max": spread(xs)[1]}
     return out
 
 
