@@ -221,6 +221,8 @@ def render_markdown(day: date, db: str, summary: dict | None, findings: list[dic
         lines += ["| category | USD |", "|---|---:|"]
         lines += [f"| {label} | {_usd(summary[key])} |" for label, key in SUMMARY_ROWS]
         lines += [f"| At stake ({summary['findings']} findings) | {_usd(summary['at_stake'])} |",
+                  ("| of it outside the day's bill (savings-plan upfront, unbilled work, "
+                   f"balance shortfall) | {_usd(summary.get('at_stake_outside_bill', 0))} |"),
                   ""]
     if findings:
         top = findings[:TOP_FINDINGS]

@@ -73,7 +73,9 @@ def print_summary(res) -> None:
     t = Table(title="Reconciliation summary: USD (seconds)", title_justify="left",
               caption="The rows under billed add up to it; each is rounded to the cent on its "
                       "own, so their shown sum may differ by a few cents. Storage seconds run "
-                      "beside compute seconds: billed seconds count compute only.",
+                      "beside compute seconds: billed seconds count compute only. Money at "
+                      "stake outside the bill: unused savings-plan upfront, work the bill "
+                      "has no line for, a balance's shortfall.",
               caption_justify="left")
     t.add_column("")
     for d in res.days:
@@ -89,6 +91,7 @@ def print_summary(res) -> None:
         t.add_row(labels[m], *[f"{d[m]} ({_secs(d[m + '_seconds'])} s)" for d in res.days])
     t.add_row("findings", *[str(d["findings"]) for d in res.days])
     t.add_row("money at stake", *[str(d["at_stake"]) for d in res.days])
+    t.add_row("  of it outside the bill", *[str(d["at_stake_outside_bill"]) for d in res.days])
     if res.days:
         console.print(t)
     if res.empty_days:

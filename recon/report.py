@@ -17,6 +17,7 @@ from pathlib import Path
 from string import Template
 
 from .exports import atomic_write, network_volume_lingering, parse_day
+from .pipeline import OUTSIDE_BILL_CODES
 from .warehouse import require_built
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
@@ -311,9 +312,12 @@ def render(data, db_label: str = "") -> str:
     change = (f"{((this - prev) / prev * 100).quantize(Decimal('0.1'))} %" if prev
               else "no billing in the previous week")
     at_stake = sum((f[7] or Decimal(0) for f in data["findings"]), Decimal(0))
+    outside = sum((f[7] or Decimal(0) for f in data["findings"] if f[1] in OUTSIDE_BILL_CODES),
+                  Decimal(0))
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         day=esc(data["day"].isoformat()), db=esc(db_label), billed=money(data["billed"]),
         expected=money(data["expected"]), findings=len(data["findings"]), at_stake=money(at_stake),
+        at_stake_outside=money(outside),
         bar=_bar(data), split_rows=_split_rows(data), finding_rows=_finding_rows(data),
         legend=_legend(), timeline=_timeline(data), week_billed=money(this),
         prev_week_billed=money(prev), week_change=esc(change), trend=_trend(data))

@@ -90,6 +90,20 @@ def test_demo_summary_matches_ground_truth(tmp_path):
         tail_s = re.search(r"\(([\d,.]+) s\)", lines["tail after last task"][i]).group(1)
         assert Decimal(tail_s.replace(",", "")) == tails[day]
         assert int(lines["findings"][i]) == findings[day]
+    # money at stake outside the bill: the savings plan's upfront share on the days it covered
+    # nothing (ground truth) and unbilled activity; never more than the total at stake
+    con = duckdb.connect(str(db), read_only=True)
+    outside = dict(con.execute(
+        "select day::varchar, sum(amount_at_stake) from marts.findings where code in "
+        "('SAVINGS_PLAN_UNUSED', 'ACTIVITY_WITHOUT_BILLING', 'BALANCE_BELOW_ONE_HOUR') "
+        "group by all").fetchall())
+    con.close()
+    unused_days = {f["day"] for f in truth["findings"] if f["code"] == "SAVINGS_PLAN_UNUSED"}
+    assert unused_days and unused_days <= set(outside)
+    for i, day in enumerate(sorted(findings)):
+        shown = Decimal(lines["of it outside the bill"][i])
+        assert shown == Decimal(outside.get(day, 0)).quantize(Decimal("0.01"))
+        assert shown <= Decimal(lines["money at stake"][i])
     assert db.exists() and "recon query" in r.output
 
 
