@@ -77,9 +77,9 @@ def print_summary(res) -> None:
                       "stake outside the bill: unused savings-plan upfront, work the bill "
                       "has no line for, a balance's shortfall.",
               caption_justify="left")
-    t.add_column("")
+    t.add_column("", overflow="fold")
     for d in res.days:
-        t.add_column(str(d["day"]), justify="right")
+        t.add_column(str(d["day"]), justify="right", overflow="fold")
     labels = {"billed": "billed", "busy": "work (busy)",
               "serverless_execution": "serverless execution", "startup": "startup / cold start",
               "tail": "tail after last task", "serverless_idle": "serverless idle",
@@ -224,12 +224,20 @@ def query(sql: str = typer.Argument(..., help="SQL to run (read-only)"),
     elif format == "json":
         sys.stdout.write(df.write_json())
     else:
-        t = Table()
-        for c in df.columns:
-            t.add_column(c)
+        t = _table(*df.columns, numeric=tuple(c for c, dt in df.schema.items() if dt.is_numeric()))
         for row in df.iter_rows():
             t.add_row(*[_cell(v) for v in row])
         console.print(t)
+
+
+def _table(*columns: str, numeric: tuple[str, ...] = (), **kw) -> Table:
+    """A table that never cuts a value short: where the terminal (80 columns when piped) is too
+    narrow, a long word folds onto the next line instead of ending in '…' (rich's default,
+    which showed `recon query`'s finding codes as SAVINGS_PLAN_UNUS…)."""
+    t = Table(**kw)
+    for c in columns:
+        t.add_column(c, overflow="fold", justify="right" if c in numeric else "left")
+    return t
 
 
 def _cell(v) -> str:
@@ -253,7 +261,7 @@ def quarantine(db: Path = typer.Option(Path("data/recon.duckdb")), limit: int = 
         "select source_file, locator, reason from raw.quarantine union all "
         "select source_file, locator, reason from staging.quarantine "
         "order by 1, 2 limit ?", [limit]).fetchall()
-    t = Table("file", "where", "reason")
+    t = _table("file", "where", "reason")
     for r in rows:
         t.add_row(*[str(x) for x in r])
     console.print(t)
@@ -375,7 +383,8 @@ def schema_cmd(markdown: bool = typer.Option(False, "--markdown", help="Print Ma
         sys.stdout.write(schema_markdown())
         return
     for table, spec in MARTS.items():
-        t = Table("column", "meaning", title=f"marts.{table} — {spec['grain']}", title_justify="left")
+        t = _table("column", "meaning", title=f"marts.{table} — {spec['grain']}",
+                   title_justify="left")
         for col, desc in spec["columns"].items():
             t.add_row(col, desc)
         console.print(t)
@@ -445,8 +454,9 @@ def whatif_cmd(cooldown: Optional[int] = typer.Option(None, min=0, help="KEDA co
     except ValueError as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
-    t = Table("team", "namespace", "workload", "what", "observed s", "what-if s", "saved USD",
-              title="What if (model: see recon/whatif.py)", title_justify="left")
+    t = _table("team", "namespace", "workload", "what", "observed s", "what-if s", "saved USD",
+               numeric=("observed s", "what-if s", "saved USD"),
+               title="What if (model: see recon/whatif.py)", title_justify="left")
     for team, ns, wl, kind, obs, new, saved in rows:
         t.add_row(team, ns or "", wl or "", kind, f"{obs:,.0f}", f"{new:,.0f}", f"{saved:.2f}")
     console.print(t)

@@ -34,3 +34,28 @@ def test_query_is_read_only(sim_run):
     r = CliRunner().invoke(app, ["query", "--db", str(sim_run["db"]), "--format", "json",
                                  "select count(*) as n from marts.findings"])
     assert r.exit_code == 0 and json.loads(r.output)[0]["n"] > 10
+
+
+def _column(output: str, i: int) -> str:
+    """Column i of a rich table's body rows, folded pieces joined."""
+    return "".join(ln.split("│")[i + 1].strip() for ln in output.splitlines()
+                   if ln.startswith("│"))
+
+
+def test_a_narrow_table_folds_values_instead_of_cutting_them(sim_run):
+    """Piped, rich draws 80 columns; until 0.10.6 a long word ended in '…' and was lost
+    (`recon query` showed SAVINGS_PLAN_UNUS… for a finding code)."""
+    long = "SAVINGS_PLAN_UNUSED_" + "X" * 70 + "_END"
+    sql = (f"select '{long}' as code, 'plan:sp-h100-sim-with-a-long-name' as resource_id, "
+           "123456.789012345678::decimal(38, 12) as amount")
+    r = CliRunner().invoke(app, ["query", "--db", str(sim_run["db"]), sql], terminal_width=60)
+    assert r.exit_code == 0, r.output
+    assert "…" not in r.output
+    assert _column(r.output, 0) == long
+    assert _column(r.output, 1) == "plan:sp-h100-sim-with-a-long-name"
+    assert _column(r.output, 2) == "123456.789012345678"
+    # what-if's team / workload names too
+    r = CliRunner().invoke(app, ["whatif", "--db", str(sim_run["db"]), "--cooldown", "60",
+                                 "--idle-timeout", "1"], terminal_width=60)
+    assert r.exit_code == 0, r.output
+    assert "…" not in r.output
