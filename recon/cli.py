@@ -107,9 +107,12 @@ def print_summary(res) -> None:
         f"{res.skipped} skipped (not billing data)."
     )
     for f in res.files:
-        if f.quarantined:
-            err.print(f"[yellow]{f.path}: {f.quarantined} record(s) quarantined "
-                      f"(see `recon quarantine`)[/yellow]")
+        staged = res.staging_quarantined_by_file.get(str(f.path), 0)
+        if f.quarantined or staged:
+            parts = ([f"{f.quarantined} at load"] if f.quarantined else []) + (
+                [f"{staged} in staging"] if staged else [])
+            err.print(f"[yellow]{f.path}: {f.quarantined + staged} record(s) quarantined "
+                      f"({', '.join(parts)}; see `recon quarantine`)[/yellow]")
         if f.kind == "settling":
             err.print(f"[yellow]{f.path}: {f.skip_reason}[/yellow]")
 

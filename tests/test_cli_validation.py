@@ -22,8 +22,8 @@ def test_run_fails_loudly_on_a_critical_expectation(tmp_path):
     assert "odd.json" in r.output  # the row is named
     assert db.exists()  # the marts are still written, and marked by validation_results
     r = CliRunner().invoke(app, ["query", "--db", str(db), "--format", "csv",
-                                 "select count(*) as failed from marts.validation_results "
-                                 "where not success"])
+                                 ("select count(*) as failed from marts.validation_results "
+                                  "where not success")])
     assert r.exit_code == 0 and r.output.strip().splitlines()[-1] == "1"
 
 

@@ -209,6 +209,32 @@ def test_malformed_lines_are_quarantined_with_file_and_line(folder, tmp_path):
     assert pods == {"u9", "u11"}
 
 
+def test_recon_run_names_each_file_with_everything_it_lost(folder, tmp_path):
+    """Until 0.10.6 `recon run` counted only what landing quarantined per file: a file with one
+    record quarantined at load and one in staging read "1 record(s) quarantined"."""
+    from typer.testing import CliRunner
+
+    from recon.cli import app
+
+    write_jsonl(folder / "w.jsonl", [{"type": "ADDED", "object": pod("u1", "1")},
+                                     {"type": "ADDED", "object": pod("u2", "2", created="soon")}])
+    (folder / "bill.json").write_text(json.dumps({"records": [
+        {"startTime": "2026-06-01T10:00:00Z", "endTime": "2026-06-01T11:00:00Z", "podId": "x",
+         "totalAmount": "twelve"},
+        {"startTime": "2026-13-40T00:00:00Z", "endTime": "2026-06-01T11:00:00Z", "podId": "x",
+         "totalAmount": 1.5},
+        {"startTime": "2026-06-01T11:00:00Z", "endTime": "2026-06-01T12:00:00Z", "podId": "x",
+         "totalAmount": 1.5}], "metadata": {}}))
+    r = CliRunner().invoke(app, ["run", "--input", str(folder), "--db", str(tmp_path / "d.duckdb"),
+                                 "--no-validate"], terminal_width=300)
+    assert r.exit_code == 0, r.output
+    said = {ln.split(": ", 1)[0].rsplit("/", 1)[-1]: ln.split(": ", 1)[1]
+            for ln in r.output.splitlines() if "record(s) quarantined" in ln}
+    assert said == {
+        "bill.json": "2 record(s) quarantined (1 at load, 1 in staging; see `recon quarantine`)",
+        "w.jsonl": "1 record(s) quarantined (1 in staging; see `recon quarantine`)"}
+
+
 def test_empty_or_missing_folder_is_a_clear_error(tmp_path):
     from typer.testing import CliRunner
 
