@@ -63,3 +63,18 @@ def test_check_names_what_fails_and_passes_a_clean_day(sim_run, tmp_path):
     assert [s.passed for s in run_checks(con, DAY)] == [True, True, True, True]
     r = CliRunner().invoke(app, ["check", "--day", "2026-06-01", "--db", str(tmp_path / "clean.duckdb")])
     assert r.exit_code == 0 and r.output.count("PASS") == 4
+    # the same work with no bill line: the bill is short of the formula, and step 4 says so
+    # (until 0.10.6 it passed, its own line reading "billed $0.00 vs formula $0.86")
+    w = World(tmp_path / "unbilled")
+    w.node("n1", "pod1", t("10:00"), t("10:02"))
+    w.pod("job-a", "n1", t("10:03"), t("10:05"), t("11:00"))
+    w.inventory.append((t("10:01"), [{"id": "pod1", "status": "RUNNING", "cost": 0.86,
+                                      "gpu": {"id": "L40S", "count": 1}}]))
+    run(w.write(), tmp_path / "unbilled.duckdb")
+    con = connect(tmp_path / "unbilled.duckdb", read_only=True)
+    steps = run_checks(con, DAY)
+    assert [s.passed for s in steps] == [True, True, True, False]
+    assert any(line.startswith("FAIL ACTIVITY_WITHOUT_BILLING pod1") for line in steps[3].lines)
+    gap = [re.search(r"billed \$0\.00 vs formula \$(\d+\.\d\d) \(\$(\d+\.\d\d) under the "
+                     r"formula\)", line) for line in steps[3].lines if line.startswith("instance")]
+    assert gap and gap[0] and gap[0][1] == gap[0][2] and Decimal(gap[0][1]) > 0, steps[3].lines
