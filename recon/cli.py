@@ -51,7 +51,11 @@ STAGE_AFTER_SECONDS = 3.0  # recon run shows its stages once it has run this lon
 
 
 def _secs(x) -> str:
-    return f"{int(x):,}" if x == int(x) else f"{x:,.3f}"
+    """Seconds as the report, `recon check` and finding messages write them (86,400; 688.5):
+    until 0.10.6 the summary kept trailing zeros (688.500)."""
+    from .report import seconds_text
+
+    return seconds_text(x)
 
 
 def _print_validation(res) -> None:

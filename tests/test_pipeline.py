@@ -220,3 +220,14 @@ def test_a_window_outside_the_data_is_said_not_summarised_as_empty(sim_run, tmp_
     assert ("no billed or active resource on 2026-03-12 (the landed bills cover "
             "2026-06-01..2026-06-02)") in out
     assert "billed" not in out.split("no day with")[0]  # no empty table before it
+
+
+def test_the_summary_writes_seconds_as_the_report_does():
+    """Until 0.10.6 the run summary wrote 688.500 s where the report and `recon check` wrote
+    688.5."""
+    from recon.cli import _secs
+    from recon.report import seconds_text
+
+    for v, want in ((Decimal("688.500"), "688.5"), (Decimal("86400.000"), "86,400"),
+                    (Decimal("1341.495"), "1,341.495"), (Decimal("0"), "0"), (12, "12")):
+        assert _secs(v) == seconds_text(v) == want
