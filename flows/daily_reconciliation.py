@@ -289,8 +289,9 @@ def publish_summary(db: str, day: date, load: dict | None = None,
                           + (f"; {more} more in marts.findings" if more > 0 else ""))
     _mark_published(db, day, validation)
     out = {k: _cell(v) for k, v in (summary or {"day": day, "findings": 0}).items()}
-    logger().info("%s: billed %s USD, %s findings, %s USD at stake", day,
-                  out.get("billed", "0.00"), out["findings"], out.get("at_stake", "0.00"))
+    logger().info("%s: billed %s USD, %s findings, %s USD at stake (%s of it outside the "
+                  "day's bill)", day, out.get("billed", "0.00"), out["findings"],
+                  out.get("at_stake", "0.00"), out.get("at_stake_outside_bill", "0.00"))
     return out
 
 
