@@ -25,14 +25,27 @@ def _findings(con, day, *codes):
 
 def run_checks(con, day) -> list[Step]:
     steps = []
-    nodes = con.execute("""select count(distinct node_name), coalesce(sum(gpu_capacity), 0)
-                           from (select node_name, max(gpu_capacity) as gpu_capacity
-                                 from staging.stg_k8s__nodes
-                                 where created_at < ?::date + 1 group by all)
-                           where gpu_capacity > 0""", [day]).fetchone()
+    # the GPU nodes up during the day (one per Node object: registered before its end, not
+    # removed before its start), and the most GPUs up at one instant. Until 0.10.6 this counted
+    # every node registered before the day's end, gone or not (the demo's second day: "11
+    # node(s) expose 15" where 7 with 10 GPUs were up).
+    nodes = con.execute("""
+        with n as (
+            select cluster, node_uid, max(gpu_capacity) as gpus, min(created_at) as up,
+                   case when bool_or(event_type = 'DELETED')
+                        then coalesce(min(deletion_at), max(created_at)) end as down
+            from staging.stg_k8s__nodes where created_at < ?::date + 1 group by all),
+        d as (select * from n where gpus > 0 and (down is null or down > ?::date)),
+        pts as (select greatest(up, ?::date::timestamptz) as t from d)
+        select (select count(*) from d), (select coalesce(sum(gpus), 0) from d),
+               (select coalesce(max(s), 0) from (
+                   select sum(d.gpus) as s from pts join d on d.up <= pts.t
+                   and (d.down is null or d.down > pts.t) group by pts.t))""",
+                        [day, day, day]).fetchone()
     pend = _findings(con, day, "UNSCHEDULABLE_GPU")
     s = Step("1. GPU capacity: nodes exposing nvidia.com/gpu, pods left Pending", not pend,
-             [f"{nodes[0]} node(s) expose {nodes[1]} nvidia.com/gpu in total"])
+             [f"{nodes[0]} GPU node(s) up during the day, {nodes[1]} nvidia.com/gpu between "
+              f"them, at most {nodes[2]} at once"])
     s.lines += [f"FAIL {rid}: {msg}" for _, rid, msg in pend]
     steps.append(s)
 

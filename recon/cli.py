@@ -58,6 +58,19 @@ def _secs(x) -> str:
     return seconds_text(x)
 
 
+def _no_data(con, day: date, db) -> str | None:
+    """What to say when the warehouse has no billed or active resource on `day` (a mistyped
+    --day, or a day outside what was landed or built): until 0.10.6 `recon check` passed every
+    step on such a day, and `report` / `export` wrote $0.00 pages and empty files in silence."""
+    from .pipeline import billed_span, empty_days
+
+    if not empty_days(con, day, day):
+        return None
+    span = billed_span(con)
+    cover = f"the landed bills cover {span[0]}..{span[1]}" if span else "no bill was landed"
+    return f"no billed or active resource on {day} in {db} ({cover})"
+
+
 def _print_validation(res) -> None:
     v = res.validation
     if v is None:
@@ -339,6 +352,8 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2)
     con = _open_db(db, need_marts=True)
+    if day is not None and (msg := _no_data(con, exports.parse_day(day), db)):
+        err.print(f"[yellow]warning:[/yellow] {msg}: the files hold no rows")
     try:
         if day is not None:
             paths = exports.export_day(con, day, out)
@@ -369,6 +384,8 @@ def report_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2)
     con = _open_db(db, need_marts=True)
+    if msg := _no_data(con, parse_day(day), db):
+        err.print(f"[yellow]warning:[/yellow] {msg}: the page shows nothing billed")
     try:
         path = write_report(con, day, out or Path(f"report_{day}.html"), db_label=str(db))
     except ValueError as e:
@@ -481,6 +498,9 @@ def check_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
 
     the_day = _day(day)
     con = _open_db(db, need_marts=True)
+    if msg := _no_data(con, the_day, db):
+        err.print(f"[red]error:[/red] {msg}: nothing to check")
+        raise typer.Exit(2)
     steps = run_checks(con, the_day)
     for s in steps:
         console.print(f"[{'green' if s.passed else 'red'}]{'PASS' if s.passed else 'FAIL'}[/] "

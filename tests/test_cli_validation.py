@@ -59,3 +59,23 @@ def test_a_narrow_table_folds_values_instead_of_cutting_them(sim_run):
                                  "--idle-timeout", "1"], terminal_width=60)
     assert r.exit_code == 0, r.output
     assert "…" not in r.output
+
+
+def test_report_and_export_of_a_day_without_data_warn(sim_run, tmp_path):
+    """A mistyped --day wrote a $0.00 page and empty CSVs in silence until 0.10.6: they are
+    still written (a scheduled export wants its file), with a warning naming the days landed."""
+    db = str(sim_run["db"])
+    r = CliRunner().invoke(app, ["report", "--db", db, "--day", "2026-07-01",
+                                 "--out", str(tmp_path / "r.html")], terminal_width=300)
+    assert r.exit_code == 0, r.output
+    assert ("warning: no billed or active resource on 2026-07-01" in r.output
+            and "the landed bills cover 2026-06-01..2026-06-02" in r.output)
+    assert (tmp_path / "r.html").exists()
+    r = CliRunner().invoke(app, ["export", "--db", db, "--day", "2026-07-01",
+                                 "--out", str(tmp_path / "ex")], terminal_width=300)
+    assert r.exit_code == 0 and "warning: no billed or active resource" in r.output, r.output
+    assert (tmp_path / "ex" / "costs_2026-07-01.csv").read_text().count("\n") == 1  # header
+    # a day with data: no warning
+    r = CliRunner().invoke(app, ["report", "--db", db, "--day", "2026-06-01",
+                                 "--out", str(tmp_path / "r1.html")], terminal_width=300)
+    assert r.exit_code == 0 and "warning" not in r.output, r.output

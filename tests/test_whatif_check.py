@@ -78,3 +78,30 @@ def test_check_names_what_fails_and_passes_a_clean_day(sim_run, tmp_path):
     gap = [re.search(r"billed \$0\.00 vs formula \$(\d+\.\d\d) \(\$(\d+\.\d\d) under the "
                      r"formula\)", line) for line in steps[3].lines if line.startswith("instance")]
     assert gap and gap[0] and gap[0][1] == gap[0][2] and Decimal(gap[0][1]) > 0, steps[3].lines
+
+
+def test_check_counts_the_gpu_nodes_up_on_the_day(tmp_path):
+    """Step 1 counts the GPU nodes up during the day and the most GPUs up at once. Until 0.10.6
+    it counted every node registered before the day's end, gone or not."""
+    w = World(tmp_path)
+    w.node("gone", "pod0", t("01:00"), t("01:02"), removed=t("05:00"), gpus=4)  # day 1 only
+    w.node("n1", "pod1", t("10:00", 1), t("10:02", 1), removed=t("12:00", 1), gpus=2)
+    w.node("n2", "pod2", t("11:00", 1), t("11:02", 1), gpus=1)  # overlaps n1 11:00-12:00
+    w.node("n3", "pod3", t("13:00", 1), t("13:02", 1), removed=t("14:00", 1), gpus=2)
+    w.node("later", "pod4", t("09:00", 2), t("09:02", 2), gpus=8)  # the day after
+    for pid, a, b in (("pod0", t("01:00"), t("05:00")), ("pod1", t("10:00", 1), t("12:00", 1)),
+                      ("pod2", t("11:00", 1), t("23:00", 1)),
+                      ("pod3", t("13:00", 1), t("14:00", 1)),
+                      ("pod4", t("09:00", 2), t("10:00", 2))):
+        w.compute(pid, a, b, Decimal("0.86"))
+    run(w.write(), tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    lines = {d: run_checks(con, d)[0].lines[0] for d in (DAY, DAY + timedelta(days=1))}
+    assert lines[DAY] == ("1 GPU node(s) up during the day, 4 nvidia.com/gpu between them, "
+                          "at most 4 at once")
+    assert lines[DAY + timedelta(days=1)] == (
+        "3 GPU node(s) up during the day, 5 nvidia.com/gpu between them, at most 3 at once")
+    # a day with nothing billed or active: an error, not four passes
+    r = CliRunner().invoke(app, ["check", "--day", "2026-07-01", "--db", str(tmp_path / "db.duckdb")])
+    assert r.exit_code == 2 and "no billed or active resource on 2026-07-01" in r.output
+    assert "PASS" not in r.output
