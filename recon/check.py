@@ -44,8 +44,8 @@ def run_checks(con, day) -> list[Step]:
                         [day, day, day]).fetchone()
     pend = _findings(con, day, "UNSCHEDULABLE_GPU")
     s = Step("1. GPU capacity: nodes exposing nvidia.com/gpu, pods left Pending", not pend,
-             [f"{nodes[0]} GPU node(s) up during the day, {nodes[1]} nvidia.com/gpu between "
-              f"them, at most {nodes[2]} at once"])
+             [(f"{nodes[0]} GPU node(s) up during the day, {nodes[1]} nvidia.com/gpu between "
+               f"them, at most {nodes[2]} at once")])
     s.lines += [f"FAIL {rid}: {msg}" for _, rid, msg in pend]
     steps.append(s)
 
