@@ -82,7 +82,8 @@ def run_checks(con, day) -> list[Step]:
                f"the formula)" if round(billed, 2) != round(expected, 2) else "")
         s.lines.append(f"{kind}: {n} resource(s), {_secs(secs)} s billed, billed ${billed:.2f} vs "
                        f"formula ${expected:.2f}{gap}; storage with compute stopped "
-                       f"{_secs(linger)} s; serverless idle {_secs(idle)} s; last compute stop {last}")
+                       f"{_secs(linger)} s; serverless idle {_secs(idle)} s; "
+                       f"last compute stop {last}")
     s.lines += [f"FAIL {code} {rid}: {msg}" for code, rid, msg in bad]
     steps.append(s)
     return steps

@@ -12,7 +12,9 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text  # a cell shown as is: data is never read as rich markup
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="GPU billing reconciliation: Kubernetes lifecycle vs Runpod/FOCUS bills.")
@@ -34,7 +36,7 @@ def _day(s: Optional[str], option: str = "--day") -> Optional[date]:
     try:
         return parse_day(s)
     except ValueError:
-        err.print(f"[red]error:[/red] {option} must be a UTC day YYYY-MM-DD, got {s!r}")
+        err.print(f"[red]error:[/red] {option} must be a UTC day YYYY-MM-DD, got {escape(repr(s))}")
         raise typer.Exit(2) from None
 
 
@@ -128,10 +130,10 @@ def print_summary(res) -> None:
         if f.quarantined or staged:
             parts = ([f"{f.quarantined} at load"] if f.quarantined else []) + (
                 [f"{staged} in staging"] if staged else [])
-            err.print(f"[yellow]{f.path}: {f.quarantined + staged} record(s) quarantined "
-                      f"({', '.join(parts)}; see `recon quarantine`)[/yellow]")
+            err.print(f"[yellow]{escape(str(f.path))}: {f.quarantined + staged} record(s) "
+                      f"quarantined ({', '.join(parts)}; see `recon quarantine`)[/yellow]")
         if f.kind == "settling":
-            err.print(f"[yellow]{f.path}: {f.skip_reason}[/yellow]")
+            err.print(f"[yellow]{escape(str(f.path))}: {escape(str(f.skip_reason))}[/yellow]")
 
 
 @app.command()
@@ -172,11 +174,12 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
     _logging(verbose)
     try:
         res = run(input, db, config, *_window(day_from, day_to),
-                  progress=lambda i, n, name: err.print(f"[dim]loaded {i}/{n} {name}[/dim]")
+                  progress=lambda i, n, name: err.print(
+                      f"[dim]loaded {i}/{n} {escape(str(name))}[/dim]")
                   if n > 20 and i % max(1, n // 10) == 0 else None, validate=validate,
                   settle_seconds=settle, on_stage=_stage_printer())
     except (FileNotFoundError, ValueError) as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2)
     print_summary(res)
     _print_validation(res)
@@ -234,7 +237,7 @@ def query(sql: str = typer.Argument(..., help="SQL to run (read-only)"),
     try:
         rel = con.sql(sql)
     except Exception as e:  # duckdb errors carry the SQL position
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2)
     if rel is None:
         return
@@ -246,7 +249,7 @@ def query(sql: str = typer.Argument(..., help="SQL to run (read-only)"),
     else:
         t = _table(*df.columns, numeric=tuple(c for c, dt in df.schema.items() if dt.is_numeric()))
         for row in df.iter_rows():
-            t.add_row(*[_cell(v) for v in row])
+            t.add_row(*[Text(_cell(v)) for v in row])
         console.print(t)
 
 
@@ -283,7 +286,7 @@ def quarantine(db: Path = typer.Option(Path("data/recon.duckdb")), limit: int = 
         "order by 1, 2 limit ?", [limit]).fetchall()
     t = _table("file", "where", "reason")
     for r in rows:
-        t.add_row(*[str(x) for x in r])
+        t.add_row(*[Text(str(x)) for x in r])
     console.print(t)
 
 
@@ -313,14 +316,16 @@ def _open_db(db: Path, need_marts: bool = False):
     from .warehouse import connect
 
     if not db.exists():
-        err.print(f"[red]error:[/red] {db} does not exist; run `recon run` or `recon demo` first")
+        err.print(f"[red]error:[/red] {escape(str(db))} does not exist; run `recon run` or "
+                  "`recon demo` first")
         raise typer.Exit(2)
     con = connect(db, read_only=True)
     if need_marts and not con.execute(
             "select count(*) from duckdb_tables() where schema_name = 'marts' "
             "and table_name = 'resource_day'").fetchone()[0]:
         con.close()
-        err.print(f"[red]error:[/red] {db} holds no reconciliation yet; run `recon run` first")
+        err.print(f"[red]error:[/red] {escape(str(db))} holds no reconciliation yet; run "
+                  "`recon run` first")
         raise typer.Exit(2)
     return con
 
@@ -349,18 +354,18 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
         else:
             exports.parse_month(month)
     except ValueError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2)
     con = _open_db(db, need_marts=True)
     if day is not None and (msg := _no_data(con, exports.parse_day(day), db)):
-        err.print(f"[yellow]warning:[/yellow] {msg}: the files hold no rows")
+        err.print(f"[yellow]warning:[/yellow] {escape(msg)}: the files hold no rows")
     try:
         if day is not None:
             paths = exports.export_day(con, day, out)
         else:
             paths = exports.export_month(con, month, out, account_id, account_name)
     except ValueError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from None
     for p in paths:
         console.print(f"wrote {p}")
@@ -381,15 +386,15 @@ def report_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
     try:
         parse_day(day)
     except ValueError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2)
     con = _open_db(db, need_marts=True)
     if msg := _no_data(con, parse_day(day), db):
-        err.print(f"[yellow]warning:[/yellow] {msg}: the page shows nothing billed")
+        err.print(f"[yellow]warning:[/yellow] {escape(msg)}: the page shows nothing billed")
     try:
         path = write_report(con, day, out or Path(f"report_{day}.html"), db_label=str(db))
     except ValueError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from None
     console.print(f"wrote {path}")
 
@@ -410,7 +415,7 @@ def schema_cmd(markdown: bool = typer.Option(False, "--markdown", help="Print Ma
         t = _table("column", "meaning", title=f"marts.{table} — {spec['grain']}",
                    title_justify="left")
         for col, desc in spec["columns"].items():
-            t.add_row(col, desc)
+            t.add_row(Text(col), Text(desc))
         console.print(t)
 
 
@@ -443,7 +448,8 @@ def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing are
         err.print(f"collecting from {len(clusters)} cluster(s) into {landing}; Ctrl-C or SIGTERM stops")
         try:
             c = k8s_collect(landing, clusters, stop_event=stop, run_seconds=run_seconds,
-                            on_progress=lambda snap: err.print(f"[dim]{snap['totals']}[/dim]"))
+                            on_progress=lambda snap: err.print(
+                                f"[dim]{escape(str(snap['totals']))}[/dim]"))
         except KeyboardInterrupt:
             stop.set()
             return
@@ -476,13 +482,14 @@ def whatif_cmd(cooldown: Optional[int] = typer.Option(None, min=0, help="KEDA co
     try:
         rows = aggregate(whatif(con, lo, hi, cooldown, scale_down_delay, idle_timeout))
     except ValueError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from None
     t = _table("team", "namespace", "workload", "what", "observed s", "what-if s", "saved USD",
                numeric=("observed s", "what-if s", "saved USD"),
                title="What if (model: see recon/whatif.py)", title_justify="left")
     for team, ns, wl, kind, obs, new, saved in rows:
-        t.add_row(team, ns or "", wl or "", kind, f"{obs:,.0f}", f"{new:,.0f}", f"{saved:.2f}")
+        t.add_row(*map(Text, (team, ns or "", wl or "", kind, f"{obs:,.0f}", f"{new:,.0f}",
+                              f"{saved:.2f}")))
     console.print(t)
     console.print(f"Total saved: {sum((r[6] for r in rows), 0):.2f} USD")
 
@@ -499,7 +506,7 @@ def check_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
     the_day = _day(day)
     con = _open_db(db, need_marts=True)
     if msg := _no_data(con, the_day, db):
-        err.print(f"[red]error:[/red] {msg}: nothing to check")
+        err.print(f"[red]error:[/red] {escape(msg)}: nothing to check")
         raise typer.Exit(2)
     steps = run_checks(con, the_day)
     for s in steps:

@@ -6,50 +6,63 @@ prices come from the user's own quote or invoice, or from the bill and inventory
 
 from __future__ import annotations
 
+import difflib
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
+from typing import Annotated, NotRequired
+
+from annotated_types import Ge
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
+
+# What a setting must be. pydantic checks each one when a file is read and reports every
+# problem at once; it is imported then (load_config), not with this module (+0.1 s).
+NonNegativeInt = Annotated[int, Ge(0)]
+NonNegDecimal = Annotated[Decimal, Ge(0)]
+_STRICT = {"extra": "forbid"}  # pydantic's ConfigDict: an unknown key is an error
 
 
 @dataclass(frozen=True)
 class Thresholds:
+    __pydantic_config__ = _STRICT
     # KEDA's documented default cooldownPeriod; a ScaledObject in the input overrides it.
-    keda_cooldown_seconds: int = 300
+    keda_cooldown_seconds: NonNegativeInt = 300
     # Node drain + provider stop after the cooldown (cluster-autoscaler/Karpenter scale-down).
-    scale_down_grace_seconds: int = 60
+    scale_down_grace_seconds: NonNegativeInt = 60
     # Extra slack before BILLED_AFTER_EXIT fires.
-    tail_tolerance_seconds: int = 60
+    tail_tolerance_seconds: NonNegativeInt = 60
     # Storage billed while no compute runs for longer than this raises STORAGE_LINGERING.
-    storage_lingering_age_seconds: int = 3600
+    storage_lingering_age_seconds: NonNegativeInt = 3600
     # Runpod's default serverless idle timeout; an endpoint's own idleTimeout overrides it.
-    serverless_idle_timeout_seconds: int = 5
+    serverless_idle_timeout_seconds: NonNegativeInt = 5
     # Per worker session: slack before SERVERLESS_IDLE_EXCESS fires.
-    serverless_idle_tolerance_seconds: int = 2
+    serverless_idle_tolerance_seconds: NonNegativeInt = 2
     # Billed compute with no workload raises BILLED_WITHOUT_ACTIVITY above this many seconds.
-    billed_without_activity_min_seconds: int = 300
+    billed_without_activity_min_seconds: NonNegativeInt = 300
     # A provider "per month" storage price is per this many hours (cloud convention).
-    hours_per_month: int = 730
+    hours_per_month: NonNegativeInt = 730
     # RATE_MISMATCH: billed vs expected (seconds × contracted rate) per resource-day, both must be
     # exceeded: an absolute floor (cents of rounding are noise) and a relative share.
-    rate_mismatch_tolerance_usd: str = "0.01"
-    rate_mismatch_tolerance_ratio: str = "0.005"
+    rate_mismatch_tolerance_usd: NonNegDecimal = Decimal("0.01")
+    rate_mismatch_tolerance_ratio: NonNegDecimal = Decimal("0.005")
     # BILLED_EXCEEDS_RUNTIME: compute billed outside the node's observed life (registration minus
     # the boot allowance, until its deletion) beyond this many seconds per session.
-    billed_exceeds_runtime_tolerance_seconds: int = 300
-    node_boot_allowance_seconds: int = 300
+    billed_exceeds_runtime_tolerance_seconds: NonNegativeInt = 300
+    node_boot_allowance_seconds: NonNegativeInt = 300
     # SCALE_TO_ZERO_LATE: replicas alive after KEDA deactivation + cooldownPeriod + this.
-    scale_to_zero_tolerance_seconds: int = 60
+    scale_to_zero_tolerance_seconds: NonNegativeInt = 60
     # SAVINGS_PLAN_EXPIRING: warn this many days before a plan's fixed expiry.
-    savings_plan_expiry_warning_days: int = 14
+    savings_plan_expiry_warning_days: NonNegativeInt = 14
     # Settlement: a bill bucket pulled less than this long after it ended is `provisional`
     # (Runpod data arrives up to ~1 h late and can be restated; a day of margin).
-    settlement_lag_hours: int = 24
+    settlement_lag_hours: NonNegativeInt = 24
 
 
 @dataclass(frozen=True)
 class Mapping:
+    __pydantic_config__ = _STRICT
     node_label: str = "runpod.io/pod-id"
     provider_id_prefix: str = "runpod://"
     use_node_name: bool = True
@@ -60,12 +73,13 @@ class Mapping:
 class Rates:
     """USD. Empty by default on purpose: a missing rate is reported, never assumed."""
 
-    gpu_per_hour: dict[str, Decimal] = field(default_factory=dict)  # per GPU, by gpu type id
-    pod_per_hour: dict[str, Decimal] = field(default_factory=dict)  # whole pod, by pod id
-    serverless_per_second: dict[str, Decimal] = field(default_factory=dict)  # by endpoint id
-    disk_running_per_gb_month: Decimal | None = None
-    volume_stopped_per_gb_month: Decimal | None = None
-    network_volume_per_gb_month: Decimal | None = None
+    __pydantic_config__ = _STRICT
+    gpu_per_hour: dict[str, NonNegDecimal] = field(default_factory=dict)  # per GPU, by type id
+    pod_per_hour: dict[str, NonNegDecimal] = field(default_factory=dict)  # whole pod, by pod id
+    serverless_per_second: dict[str, NonNegDecimal] = field(default_factory=dict)  # by endpoint
+    disk_running_per_gb_month: NonNegDecimal | None = None
+    volume_stopped_per_gb_month: NonNegDecimal | None = None
+    network_volume_per_gb_month: NonNegDecimal | None = None
 
 
 @dataclass(frozen=True)
@@ -102,20 +116,56 @@ class Config:
     source: str | None = None
 
 
-def _dec(v) -> Decimal:
-    return Decimal(str(v))
+# the TOML shapes of a dated rate and a savings plan ("from" is no Python name: functional form)
+_Effective = TypedDict("_Effective", {"kind": str, "key": str | int, "usd": NonNegDecimal,
+                                      "from": NotRequired[date], "to": NotRequired[date]})
+_Effective.__pydantic_config__ = _STRICT
 
 
-def _section(cls, data: dict, where: str):
-    known = {f.name for f in fields(cls)}
-    unknown = set(data) - known
-    if unknown:
-        raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
-    return cls(**data)
+class _Plan(TypedDict):
+    __pydantic_config__ = _STRICT
+    id: str | int
+    gpu_type: str
+    gpu_count: NotRequired[Annotated[int, Ge(1)]]
+    usd_per_gpu_hour: NonNegDecimal
+    start: date
+    end: date
+    upfront_usd: NonNegDecimal
+
+
+def _check(kind, data, where: str, problems: list[str]):
+    """`data` validated as `kind`, or None with each problem appended as `where key: what`."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(kind).validate_python(data)
+    except ValidationError as e:
+        for err in e.errors(include_url=False):
+            key = ".".join(str(x) for x in err["loc"])
+            if err["type"] in ("unexpected_keyword_argument", "extra_forbidden"):
+                near = difflib.get_close_matches(str(err["loc"][-1]), _keys(kind), n=1)
+                msg = "unknown key" + (f", did you mean {near[0]}?" if near else "")
+            elif err["type"] == "missing":
+                msg = "missing"
+            else:
+                msg = err["msg"].replace("Input should", "should")
+            got = "" if err["type"] == "missing" else f" (got {err['input']!r})"
+            problems.append(f"{where} {key}: {msg}{got}")
+        return None
+
+
+def _keys(kind) -> list[str]:
+    return list(getattr(kind, "__dataclass_fields__", None) or kind.__annotations__)
 
 
 def load_config(path: str | Path | None) -> Config:
-    """Read a recon TOML file; None gives the defaults (and an empty rate card)."""
+    """Read a recon TOML file; None gives the defaults (and an empty rate card).
+
+    Every problem of the file is reported at once, in one ValueError naming the file, the
+    section and the key: an unknown key (a typo would otherwise be a default in silence), a
+    value of the wrong type, a negative threshold or rate. Until 0.10.6 a wrong type or a rate
+    that is no number ended the run in a traceback, and only the first unknown key was named.
+    """
     if path is None:
         return Config()
     p = Path(path)
@@ -123,43 +173,44 @@ def load_config(path: str | Path | None) -> Config:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{p}: not valid TOML: {e}") from None
-    th = _section(Thresholds, data.get("thresholds", {}), f"{p} [thresholds]")
-    mp = _section(Mapping, data.get("mapping", {}), f"{p} [mapping]")
-    r = data.get("rates", {})
-    rates = Rates(
-        gpu_per_hour={k: _dec(v) for k, v in r.get("gpu_per_hour", {}).items()},
-        pod_per_hour={k: _dec(v) for k, v in r.get("pod_per_hour", {}).items()},
-        serverless_per_second={k: _dec(v) for k, v in r.get("serverless_per_second", {}).items()},
-        disk_running_per_gb_month=_dec(r["disk_running_per_gb_month"])
-        if "disk_running_per_gb_month" in r else None,
-        volume_stopped_per_gb_month=_dec(r["volume_stopped_per_gb_month"])
-        if "volume_stopped_per_gb_month" in r else None,
-        network_volume_per_gb_month=_dec(r["network_volume_per_gb_month"])
-        if "network_volume_per_gb_month" in r else None,
-    )
+    problems: list[str] = []
+    unknown = sorted(set(data) - {"thresholds", "mapping", "rates", "savings_plans"})
+    problems += [f"{p} [{k}]: unknown section" for k in unknown]
+    th = _check(Thresholds, data.get("thresholds", {}), f"{p} [thresholds]", problems)
+    mp = _check(Mapping, data.get("mapping", {}), f"{p} [mapping]", problems)
+    r = dict(data.get("rates", {}))
+    effective = r.pop("effective", [])
+    rates = _check(Rates, r, f"{p} [rates]", problems)
     card = []
-    for i, e in enumerate(r.get("effective", [])):
-        try:
-            card.append(RateEntry(rate_kind=e["kind"], match_key=str(e["key"]), usd=_dec(e["usd"]),
-                                  valid_from=e.get("from"), valid_to=e.get("to")))
-        except KeyError as k:
-            raise ValueError(f"{p} [[rates.effective]] #{i + 1}: missing {k}") from None
+    for i, e in enumerate(effective if isinstance(effective, list) else [effective]):
+        e = _check(_Effective, e, f"{p} [[rates.effective]] #{i + 1}", problems)
+        if e is not None:
+            card.append(RateEntry(rate_kind=e["kind"], match_key=str(e["key"]), usd=e["usd"],
+                                  valid_from=_iso(e.get("from")), valid_to=_iso(e.get("to"))))
     plans = []
-    for i, sp in enumerate(data.get("savings_plans", [])):
-        try:
-            term = (date.fromisoformat(sp["end"]) - date.fromisoformat(sp["start"])).days
-            plans.append(SavingsPlan(plan_id=str(sp["id"]), gpu_type=sp["gpu_type"],
-                                     gpu_count=int(sp.get("gpu_count", 1)),
-                                     usd_per_gpu_hour=_dec(sp["usd_per_gpu_hour"]),
-                                     start=sp["start"], end=sp["end"],
-                                     upfront_usd=_dec(sp["upfront_usd"])))
-        except (KeyError, ValueError) as k:
-            raise ValueError(f"{p} [[savings_plans]] #{i + 1}: {k!r}") from None
+    raw_plans = data.get("savings_plans", [])
+    for i, sp in enumerate(raw_plans if isinstance(raw_plans, list) else [raw_plans]):
+        where = f"{p} [[savings_plans]] #{i + 1}"
+        sp = _check(_Plan, sp, where, problems)
+        if sp is None:
+            continue
+        term = (sp["end"] - sp["start"]).days
         if not 80 <= term <= 190:
-            raise ValueError(f"{p} [[savings_plans]] #{i + 1}: a term of {term} days; Runpod plans "
-                             "run 3 or 6 months")
+            problems.append(f"{where}: a term of {term} days; Runpod plans run 3 or 6 months")
+            continue
+        plans.append(SavingsPlan(plan_id=str(sp["id"]), gpu_type=sp["gpu_type"],
+                                 gpu_count=sp.get("gpu_count", 1),
+                                 usd_per_gpu_hour=sp["usd_per_gpu_hour"],
+                                 start=sp["start"].isoformat(), end=sp["end"].isoformat(),
+                                 upfront_usd=sp["upfront_usd"]))
+    if problems:
+        raise ValueError(f"{len(problems)} problem(s) in {p}:\n  " + "\n  ".join(problems))
     return Config(thresholds=th, mapping=mp, rates=rates, rate_card=tuple(card),
                   savings_plans=tuple(plans), source=str(p))
+
+
+def _iso(d: date | None) -> str | None:
+    return None if d is None else d.isoformat()
 
 
 def is_config_file(path: Path) -> bool:

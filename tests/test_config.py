@@ -1,0 +1,138 @@
+"""recon.toml: every problem of the file named at once, with its section and key; values typed.
+
+Until 0.10.6 a threshold of the wrong type or a rate that was no number ended `recon run` in a
+traceback (a DuckDB TransactionException, a decimal.InvalidOperation), a negative threshold
+was taken, and only the first section with unknown keys was named (its `[thresholds]` eaten by
+rich's markup on the way to the terminal).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+from typer.testing import CliRunner
+
+from recon.cli import app
+from recon.config import Thresholds, load_config
+
+GOOD = """
+[thresholds]
+keda_cooldown_seconds = "120"          # a number as text is read as the number
+rate_mismatch_tolerance_usd = 0.02     # a TOML float becomes an exact decimal
+[mapping]
+team_label = "cost-centre"
+use_node_name = false
+[rates]
+disk_running_per_gb_month = 0.1
+[rates.gpu_per_hour]
+"NVIDIA L40S" = "0.86"
+"NVIDIA H100" = 2.39
+[[rates.effective]]
+kind = "gpu_per_hour"
+key = "NVIDIA L40S"
+usd = "0.79"
+from = 2026-06-01
+[[savings_plans]]
+id = 7
+gpu_type = "NVIDIA H100"
+usd_per_gpu_hour = "2.00"
+start = "2026-03-10"
+end = 2026-06-10
+upfront_usd = 920
+"""
+
+BAD = """
+[thresholds]
+keda_cooldown_seconds = "five minutes"
+storage_lingering_age_seconds = -5
+tail_tolerence_seconds = 60
+[mapping]
+team_labl = "team"
+[rates.gpu_per_hour]
+"NVIDIA L40S" = "abc"
+"NVIDIA H100" = -1
+[[rates.effective]]
+kind = "gpu_per_hour"
+usd = "x"
+from = "2026-02-30"
+[[savings_plans]]
+id = "short"
+gpu_type = "H100"
+usd_per_gpu_hour = 2
+start = 2026-01-01
+end = 2026-02-01
+upfront_usd = 100
+[ratez]
+a = 1
+"""
+
+
+def test_a_good_file_is_read_with_its_types(tmp_path):
+    p = tmp_path / "recon.toml"
+    p.write_text(GOOD)
+    cfg = load_config(p)
+    assert cfg.thresholds.keda_cooldown_seconds == 120
+    assert cfg.thresholds.rate_mismatch_tolerance_usd == Decimal("0.02")
+    assert cfg.thresholds.tail_tolerance_seconds == Thresholds().tail_tolerance_seconds
+    assert cfg.mapping.team_label == "cost-centre" and cfg.mapping.use_node_name is False
+    assert cfg.rates.gpu_per_hour == {"NVIDIA L40S": Decimal("0.86"), "NVIDIA H100": Decimal("2.39")}
+    assert cfg.rates.disk_running_per_gb_month == Decimal("0.1")
+    (e,) = cfg.rate_card
+    assert (e.match_key, e.usd, e.valid_from, e.valid_to) == ("NVIDIA L40S", Decimal("0.79"),
+                                                              "2026-06-01", None)
+    (sp,) = cfg.savings_plans
+    assert (sp.plan_id, sp.gpu_count, sp.start, sp.end, sp.upfront_usd) == (
+        "7", 1, "2026-03-10", "2026-06-10", Decimal(920))
+    assert date.fromisoformat(sp.end) > date.fromisoformat(sp.start)
+
+
+def test_every_problem_is_named_at_once(tmp_path):
+    p = tmp_path / "recon.toml"
+    p.write_text(BAD)
+    with pytest.raises(ValueError) as e:
+        load_config(p)
+    lines = str(e.value).splitlines()
+    assert lines[0] == f"11 problem(s) in {p}:"
+    said = "\n".join(lines[1:])
+    for want in (
+        "[ratez]: unknown section",
+        "[thresholds] keda_cooldown_seconds: should be a valid integer",
+        "(got 'five minutes')",
+        "[thresholds] storage_lingering_age_seconds: should be greater than or equal to 0 (got -5)",
+        "[thresholds] tail_tolerence_seconds: unknown key, did you mean tail_tolerance_seconds?",
+        "[mapping] team_labl: unknown key, did you mean team_label?",
+        "[rates] gpu_per_hour.NVIDIA L40S: should be a valid decimal (got 'abc')",
+        "[rates] gpu_per_hour.NVIDIA H100: should be greater than or equal to 0 (got -1)",
+        "[[rates.effective]] #1 key: missing",
+        "[[rates.effective]] #1 usd: should be a valid decimal (got 'x')",
+        "[[rates.effective]] #1 from: should be a valid date",
+        "[[savings_plans]] #1: a term of 31 days; Runpod plans run 3 or 6 months",
+    ):
+        assert want in said, (want, said)
+    assert all(line.startswith(f"  {p} [") for line in lines[1:])
+
+
+def test_recon_run_prints_them_whole_and_exits_2(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "recon.toml").write_text(BAD)
+    r = CliRunner().invoke(app, ["run", "--input", str(d), "--db", str(tmp_path / "db.duckdb")],
+                           terminal_width=400)
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output
+    # the brackets survive the terminal's markup
+    assert "[thresholds] tail_tolerence_seconds: unknown key" in r.output
+    assert "[[rates.effective]] #1 usd" in r.output
+    assert not (tmp_path / "db.duckdb").exists()
+
+
+def test_query_shows_data_that_looks_like_markup_as_is(sim_run):
+    """A value with brackets (Kubernetes event messages have them) ended `recon query` in a
+    rich MarkupError ('[/x]') or lost its brackets ('[bold]') until 0.10.6."""
+    r = CliRunner().invoke(app, ["query", "--db", str(sim_run["db"]),
+                                 "select '[/x] and [bold]b' as a, '[thresholds]' as b"],
+                           terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert "[/x] and [bold]b" in r.output and "[thresholds]" in r.output
