@@ -438,10 +438,23 @@ def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing are
     from connectors.kubernetes import collect as k8s_collect
     from connectors.kubernetes import collect_once, default_clusters
 
+    from kubernetes.config.config_exception import ConfigException
+
     _logging(verbose)
-    clusters = default_clusters(kubeconfig, (context if context != ["all"] else "all") or None)
+    try:
+        clusters = default_clusters(kubeconfig, (context if context != ["all"] else "all") or None)
+    except (ConfigException, OSError) as e:  # a traceback until 0.10.6
+        where = kubeconfig or "the default kubeconfig (~/.kube/config or $KUBECONFIG)"
+        err.print(f"[red]error:[/red] {escape(where)}: {escape(str(e))}")
+        raise typer.Exit(2) from None
     if once:
         c = collect_once(landing, clusters)
+        failed = c.snapshot()["totals"]["lists_failed"]
+        if failed:  # exit 0 with nothing landed until 0.10.6
+            console.print(c.snapshot()["totals"])
+            err.print(f"[red]error:[/red] {failed} list(s) failed (the errors above name them and "
+                      "why); what did list was landed")
+            raise typer.Exit(1)
     else:
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -328,6 +328,7 @@ class ListWatch:
 
     def list_once(self, max_attempts: int = 5) -> Iterator[Item | Checkpoint]:
         """One complete list (retrying expired continues and transient errors)."""
+        last = "410 Gone on every attempt"  # what the final error names (the retries log at WARNING)
         for attempt in range(1, max_attempts + 1):
             if self.stop.is_set():
                 return
@@ -342,16 +343,16 @@ class ListWatch:
                     log.info("%s: not served by this cluster (404); skipped", self._label)
                     return
                 self._stat("errors")
-                self._pause(
-                    f"API error {exc.status} {exc.reason} (attempt {attempt})",
-                    None,
-                    retry_after(exc),
-                )
+                last = f"API error {exc.status} {exc.reason}"
+                self._pause(f"{last} (attempt {attempt})", None, retry_after(exc))
             except NETWORK_ERRORS as exc:
                 self._stat("reconnects")
+                last = f"connection problem: {type(exc).__name__}: {exc}"
                 self._pause(f"connection problem (attempt {attempt})", exc)
         self._stat("errors")
-        log.error("%s: list failed %d times; giving up", self._label, max_attempts)
+        self._stat("lists_failed")
+        log.error("%s: list failed %d times (last: %s); giving up", self._label, max_attempts,
+                  last)
 
 
 __all__ = [

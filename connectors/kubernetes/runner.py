@@ -42,6 +42,7 @@ COUNTER_KEYS = (
     "errors",  # API errors other than 404/410, ERROR events, unexpected exceptions
     "not_served",  # 404 on an optional API (events.k8s.io, KEDA CRDs)
     "state_saves",
+    "lists_failed",  # lists given up after their retries (`recon collect --once` exits 1)
 )
 
 

@@ -164,6 +164,16 @@ def test_collect_kubernetes_lists_a_cluster_from_a_kubeconfig(tmp_path):
     assert list(snap["clusters"]) == ["c1"]
     assert snap["clusters"]["c1"]["pods"]["written"] >= 1 and any(
         "trainer-0" in p.read_text() for p in (tmp_path / "landing").rglob("*") if p.is_file())
+    # a resource whose list gives up fails the task, naming it (it passed until 0.10.6)
+    with FakeKubeAPI() as fake:
+        fake.create("pods", make_pod("trainer-1", "ml"))
+        fake.fail_next(100, status=500, path_prefix="/api/v1/nodes")
+        kubeconfig = fake.write_kubeconfig(tmp_path / "kubeconfig2", "c1")
+        with pytest.raises(RuntimeError, match=r"1 Kubernetes list\(s\) gave up .*: c1/nodes "):
+            collect_kubernetes.fn(str(tmp_path / "landing2"), kubeconfig=str(kubeconfig),
+                                  contexts=["c1"], once=True)
+    assert any("trainer-1" in p.read_text()
+               for p in (tmp_path / "landing2").rglob("*") if p.is_file())
 
 
 def test_a_rerun_skips_a_finished_pull(no_key, monkeypatch, fake_runpod, tmp_path):

@@ -20,3 +20,38 @@ def test_collect_once_cli(fake, tmp_path):
     assert [p["object"]["metadata"]["name"] for p in pods] == ["a"]
     assert pods[0]["cluster"] == "dev" and pods[0]["type"] == "ADDED"
     assert [n["object"]["metadata"]["name"] for n in read_rows(landing, "nodes", "dev")] == ["n1"]
+
+
+def test_collect_once_fails_when_a_list_gives_up_and_says_why(fake, tmp_path, caplog):
+    """Until 0.10.6 `recon collect --once` exited 0 when lists gave up (nothing landed for
+    them), and the final error did not say why (the retries log at WARNING)."""
+    fake.create("pods", {"metadata": {"name": "a", "namespace": "ml"}, "spec": {}, "status": {}})
+    fake.create("nodes", {"metadata": {"name": "n1"}, "spec": {}, "status": {}})
+    kc = fake.write_kubeconfig(tmp_path / "kc", "dev")
+    args = ["collect", "--kubeconfig", str(kc), "--context", "dev", "--once"]
+    # one transient 500: retried, everything lands, exit 0 (an error that passed is no failure)
+    fake.fail_next(1, status=500, path_prefix="/api/v1/nodes")
+    r = CliRunner().invoke(app, [*args, "--landing", str(tmp_path / "l1")])
+    assert r.exit_code == 0, r.output
+    assert [n["object"]["metadata"]["name"] for n in read_rows(tmp_path / "l1", "nodes", "dev")] \
+        == ["n1"]
+    # nodes answer 500 every time: the list gives up, the run exits 1, what did list landed
+    fake.fail_next(100, status=500, path_prefix="/api/v1/nodes")
+    r = CliRunner().invoke(app, [*args, "--landing", str(tmp_path / "l2")])
+    assert r.exit_code == 1, r.output
+    assert "1 list(s) failed" in r.output
+    assert any("dev/nodes: list failed 5 times (last: API error 500" in m
+               for m in caplog.messages), caplog.messages
+    assert [p["object"]["metadata"]["name"] for p in read_rows(tmp_path / "l2", "pods", "dev")] \
+        == ["a"]
+
+
+def test_collect_with_a_broken_kubeconfig_is_a_clear_error(tmp_path):
+    kc = tmp_path / "kc.yaml"
+    kc.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    for path in (kc, tmp_path / "missing.yaml"):
+        r = CliRunner().invoke(app, ["collect", "--landing", str(tmp_path / "l"), "--kubeconfig",
+                                     str(path), "--once"], terminal_width=300)
+        assert r.exit_code == 2, r.output
+        assert f"error: {path}: Invalid kube-config file" in r.output
+        assert "Traceback" not in r.output
