@@ -437,3 +437,34 @@ def test_an_amount_that_is_no_finite_number_below_1e12_is_named_with_its_value(v
         check_amounts({"totalAmount": 1.5, "gpuAmount": value}, ("totalAmount", "gpuAmount"))
     for fine in (None, 0, -3, 999_999_999_999.9, -(10**12 - 1), 2.5e-300):
         check_amounts({"gpuAmount": fine}, ("totalAmount", "gpuAmount"))  # raises nothing
+
+
+def test_a_byte_order_mark_is_ignored_and_bytes_that_are_not_utf8_are_named(folder, tmp_path):
+    """Until 0.10.6 a file starting with a UTF-8 BOM (Windows tools write one) was "not JSON,
+    JSON Lines or a recognised format", and a JSON Lines file whose first line had a Latin-1
+    byte was read as concatenated documents with that byte replaced by U+FFFD: a job id altered
+    in silence."""
+    job = {"id": "j1", "delayTime": 1, "executionTime": 2, "endpointId": "e",
+           "completedAt": "2026-06-01T10:00:00Z"}
+    line = lambda **kw: json.dumps({**job, **kw}).encode() + b"\n"
+    (folder / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + line(id="b1") + line(id="b2"))
+    (folder / "bom-list.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": [pod("u1", "1")]}).encode())
+    latin = line(id="x").replace(b'"x"', '"j\xe9"'.encode("latin-1"))
+    (folder / "first.jsonl").write_bytes(latin + line(id="f2"))  # the Python reader
+    (folder / "later.jsonl").write_bytes(line(id="l1") + latin + line(id="l3"))  # fast path
+    (folder / "docs.json").write_bytes(b'{"kind": "Pod",\n "x": "\xe9"}\n{"kind": "Pod"}\n')
+    res = run(folder, tmp_path / "db.duckdb")
+    assert res.records_in == res.loaded + res.quarantined + res.skipped
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    q = {(r[0].rsplit("/", 1)[-1], r[1]): r[2] for r in con.execute(
+        "select source_file, locator, reason from raw.quarantine").fetchall()}
+    assert q == {
+        ("first.jsonl", "line 1"): "not valid UTF-8: byte 0xe9 at column 10",
+        ("later.jsonl", "line 2"): "not valid UTF-8: byte 0xe9 at column 10",
+        ("docs.json", "line 2"): "not valid UTF-8: byte 0xe9 on line 2; the file's documents "
+                                 "were not read"}
+    jobs = {r[0] for r in con.execute(
+        "select json_extract_string(doc, '$.id') from raw.serverless_jobs").fetchall()}
+    assert jobs == {"b1", "b2", "f2", "l1", "l3"}  # nothing with a replacement character
+    assert con.execute("select count(*) from raw.k8s_objects where uid = 'u1'").fetchone()[0] == 1

@@ -272,6 +272,26 @@ def _concatenated(text: str):
         i = j
 
 
+def _utf8_error(raw: bytes) -> str | None:
+    """Where `raw` stops being UTF-8, as a reason; None when it is UTF-8."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"not valid UTF-8: byte 0x{raw[e.start]:02x} at column {e.start + 1}"
+    return None
+
+
+def _json_but_for_encoding(line: bytes) -> bool:
+    """Is `line` JSON once its bytes that are not UTF-8 are replaced? (a JSON Lines file whose
+    first line has a Latin-1 byte is still JSON Lines: that line is quarantined, not the rest
+    decoded with replacement characters, as until 0.10.6)"""
+    try:
+        orjson.loads(line.decode("utf-8", "replace"))
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def _jsonl_line(res: FileResult, no: int, raw: bytes, partial: bool) -> None:
     """One line of a JSON Lines file (`partial`: the file's last line, without a newline)."""
     if not raw.strip():
@@ -280,7 +300,7 @@ def _jsonl_line(res: FileResult, no: int, raw: bytes, partial: bool) -> None:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         why = ("truncated last line (file still being written?)" if partial
-               else f"invalid JSON: {e}")
+               else _utf8_error(raw) or f"invalid JSON: {e}")
         res.quarantine(f"line {no}", no, why, raw.decode("utf-8", "replace"))
         return
     _guard(res, lambda d=doc, no=no: _one(res, d, f"line {no}", no), f"line {no}", no, doc)
@@ -289,6 +309,10 @@ def _jsonl_line(res: FileResult, no: int, raw: bytes, partial: bool) -> None:
 def read_file(path: Path, display: str) -> FileResult:
     res = FileResult(path=display)
     data = _open_bytes(path)
+    if data.startswith(b"\xef\xbb\xbf"):
+        # a UTF-8 byte order mark (Windows tools write one; RFC 8259 lets a parser ignore it):
+        # until 0.10.6 such a file was "not JSON, JSON Lines or a recognised format"
+        data = data[3:]
     stripped = data.lstrip()
     if not stripped:
         res.kind = "empty"
@@ -321,14 +345,24 @@ def read_file(path: Path, display: str) -> FileResult:
         orjson.loads(first)
         jsonl = True
     except orjson.JSONDecodeError:
-        jsonl = False
+        jsonl = _utf8_error(first) is not None and _json_but_for_encoding(first)
     if jsonl:
         res.kind = "jsonl"
         last = len(lines)
         for no, raw in enumerate(lines, start=1):
             _jsonl_line(res, no, raw, no == last and not data.endswith(b"\n"))
         return res
-    text = data.decode("utf-8", "replace")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if stripped[:1] == b"{":  # documents, not lines: none of them is read
+            res.kind = "concatenated_json"
+            line = data.count(b"\n", 0, e.start) + 1
+            res.quarantine(f"line {line}", line, f"not valid UTF-8: byte 0x{data[e.start]:02x} "
+                           f"on line {line}; the file's documents were not read",
+                           data[max(0, e.start - 200):e.start + 200].decode("utf-8", "replace"))
+            return res
+        text = data.decode("utf-8", "replace")
     if stripped[:1] == b"{":
         res.kind = "concatenated_json"
         for k, line, doc, err in _concatenated(text):
