@@ -306,6 +306,19 @@ def _trend(data) -> str:
     return "\n".join(out)
 
 
+def _findings_note(data) -> str:
+    """Says when the table holds only the largest findings (until 0.10.6 a day with 17 showed
+    10 without a word)."""
+    n = len(data["findings"])
+    if n == 0:
+        return "No findings on this day."
+    if n <= TOP_FINDINGS:
+        return f"All {n} findings of the day."
+    rest = sum((f[7] or Decimal(0) for f in data["findings"][TOP_FINDINGS:]), Decimal(0))
+    return (f"The {TOP_FINDINGS} largest of {n} findings; the other {n - TOP_FINDINGS} hold "
+            f"${money(rest)} (marts.findings; `recon export --day` writes them all).")
+
+
 def render(data, db_label: str = "") -> str:
     prev = sum((a for _, a in data["trend"][:7]), Decimal(0))
     this = sum((a for _, a in data["trend"][7:]), Decimal(0))
@@ -317,7 +330,7 @@ def render(data, db_label: str = "") -> str:
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         day=esc(data["day"].isoformat()), db=esc(db_label), billed=money(data["billed"]),
         expected=money(data["expected"]), findings=len(data["findings"]), at_stake=money(at_stake),
-        at_stake_outside=money(outside),
+        at_stake_outside=money(outside), findings_note=esc(_findings_note(data)),
         bar=_bar(data), split_rows=_split_rows(data), finding_rows=_finding_rows(data),
         legend=_legend(), timeline=_timeline(data), week_billed=money(this),
         prev_week_billed=money(prev), week_change=esc(change), trend=_trend(data))
