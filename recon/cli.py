@@ -438,14 +438,18 @@ def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing are
     from connectors.kubernetes import collect as k8s_collect
     from connectors.kubernetes import collect_once, default_clusters
 
+    import yaml
     from kubernetes.config.config_exception import ConfigException
 
     _logging(verbose)
     try:
         clusters = default_clusters(kubeconfig, (context if context != ["all"] else "all") or None)
-    except (ConfigException, OSError) as e:  # a traceback until 0.10.6
+    except (ConfigException, OSError, yaml.YAMLError) as e:  # a traceback until 0.10.6
         where = kubeconfig or "the default kubeconfig (~/.kube/config or $KUBECONFIG)"
-        err.print(f"[red]error:[/red] {escape(where)}: {escape(str(e))}")
+        # a YAML error may quote the offending line (a token): only its position is kept
+        why = " ".join(ln.strip() for ln in str(e).splitlines()
+                       if ln.strip() and not ln.startswith("    "))
+        err.print(f"[red]error:[/red] {escape(where)}: {escape(why)}")
         raise typer.Exit(2) from None
     if once:
         c = collect_once(landing, clusters)

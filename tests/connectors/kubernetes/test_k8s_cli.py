@@ -55,3 +55,11 @@ def test_collect_with_a_broken_kubeconfig_is_a_clear_error(tmp_path):
         assert r.exit_code == 2, r.output
         assert f"error: {path}: Invalid kube-config file" in r.output
         assert "Traceback" not in r.output
+    # not YAML, with a token on the broken line: the position is named, never the line
+    kc.write_text("apiVersion: v1\nkind: Config\nusers:\n- name: u\n"
+                  "  user: {token: planted-secret-token: bad}\n")
+    r = CliRunner().invoke(app, ["collect", "--landing", str(tmp_path / "l"), "--kubeconfig",
+                                 str(kc), "--once"], terminal_width=300)
+    assert r.exit_code == 2, r.output
+    assert f'error: {kc}: while parsing a flow mapping in "{kc}", line 5' in r.output
+    assert "planted-secret-token" not in r.output and "Traceback" not in r.output
