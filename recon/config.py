@@ -42,7 +42,7 @@ class Thresholds:
     # Billed compute with no workload raises BILLED_WITHOUT_ACTIVITY above this many seconds.
     billed_without_activity_min_seconds: NonNegativeInt = 300
     # A provider "per month" storage price is per this many hours (cloud convention).
-    hours_per_month: NonNegativeInt = 730
+    hours_per_month: Annotated[int, Ge(1)] = 730  # a divisor
     # RATE_MISMATCH: billed vs expected (seconds × contracted rate) per resource-day, both must be
     # exceeded: an absolute floor (cents of rounding are noise) and a relative share.
     rate_mismatch_tolerance_usd: NonNegDecimal = Decimal("0.01")

@@ -47,6 +47,7 @@ BAD = """
 [thresholds]
 keda_cooldown_seconds = "five minutes"
 storage_lingering_age_seconds = -5
+hours_per_month = 0
 tail_tolerence_seconds = 60
 [mapping]
 team_labl = "team"
@@ -94,7 +95,7 @@ def test_every_problem_is_named_at_once(tmp_path):
     with pytest.raises(ValueError) as e:
         load_config(p)
     lines = str(e.value).splitlines()
-    assert lines[0] == f"11 problem(s) in {p}:"
+    assert lines[0] == f"12 problem(s) in {p}:"
     said = "\n".join(lines[1:])
     for want in (
         "[ratez]: unknown section",
@@ -102,6 +103,7 @@ def test_every_problem_is_named_at_once(tmp_path):
         "(got 'five minutes')",
         "[thresholds] storage_lingering_age_seconds: should be greater than or equal to 0 (got -5)",
         "[thresholds] tail_tolerence_seconds: unknown key, did you mean tail_tolerance_seconds?",
+        "[thresholds] hours_per_month: should be greater than or equal to 1 (got 0)",
         "[mapping] team_labl: unknown key, did you mean team_label?",
         "[rates] gpu_per_hour.NVIDIA L40S: should be a valid decimal (got 'abc')",
         "[rates] gpu_per_hour.NVIDIA H100: should be greater than or equal to 0 (got -1)",
