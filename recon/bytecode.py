@@ -29,6 +29,7 @@ from pathlib import Path
 
 STAMP_PREFIX = ".recon-bytecode-"
 ENV_SWITCH = "RECON_COMPILE_BYTECODE"
+PROGRESS_SECONDS = 5.0
 
 
 def site_dirs() -> list[Path]:
@@ -73,9 +74,19 @@ def ensure_compiled(dirs: list[Path] | None = None, *, force: bool = False,
         n = sum(1 for d in dirs for _ in d.rglob("*.py"))
         (log or _stderr)(f"recon: compiling the environment's {n:,} Python files once "
                          "(PYTHONDONTWRITEBYTECODE is set; ~30 s on 2 cores when new) ...")
-        # a child process: compileall's worker pool must not start inside an import
-        p = subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0",
-                            *map(str, dirs)], capture_output=True, text=True, check=False)
+        # a child process (compileall's worker pool must not start inside an import), which
+        # names each file it compiles: counted for a progress line every PROGRESS_SECONDS
+        p = subprocess.Popen([sys.executable, "-m", "compileall", "-j", "0", *map(str, dirs)],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        done, failed, shown = 0, 0, t
+        for line in p.stdout:
+            done += line.count("Compiling ")  # the workers' lines may run into each other
+            failed += line.startswith("***")  # one per file that does not compile
+            if time.perf_counter() - shown >= PROGRESS_SECONDS:
+                shown = time.perf_counter()
+                (log or _stderr)(f"recon: compiled {done:,} of {n:,} files "
+                                 f"({shown - t:.0f} s)")
+        p.wait()
         # compileall exits 1 when some file does not compile (test data of some packages,
         # Python 2 leftovers): those stay uncompiled, the rest is cached; the stamp is written
         # either way, or every process would try again
@@ -84,7 +95,10 @@ def ensure_compiled(dirs: list[Path] | None = None, *, force: bool = False,
                 old.unlink(missing_ok=True)
         marker.write_text(f"compiled in {time.perf_counter() - t:.1f} s, compileall exit "
                           f"{p.returncode}\n")
-        (log or _stderr)(f"recon: compiled in {time.perf_counter() - t:.1f} s")
+        (log or _stderr)(f"recon: compiled {done - failed:,} files in "
+                         f"{time.perf_counter() - t:.1f} s" + (
+                             f"; {failed} did not compile (Python compiles them on import)"
+                             if failed else ""))
         return True
 
 

@@ -62,6 +62,8 @@ def test_compiles_once_per_set_of_installed_packages(tmp_path):
     stamps = [p.name for p in site.glob(bytecode.STAMP_PREFIX + "*") if not p.name.endswith("lock")]
     assert len(stamps) == 1 and "compileall exit 1" in (site / stamps[0]).read_text()
     assert any("compiling" in m for m in logs)
+    assert logs[-1].startswith("recon: compiled 1 files in ")
+    assert logs[-1].endswith("; 1 did not compile (Python compiles them on import)")  # broken.py
 
     # the same packages: nothing to do, nothing rewritten
     before = pyc.stat().st_mtime_ns
@@ -77,6 +79,20 @@ def test_compiles_once_per_set_of_installed_packages(tmp_path):
     stamps2 = [p.name for p in site.glob(bytecode.STAMP_PREFIX + "*")
                if not p.name.endswith("lock")]
     assert len(stamps2) == 1 and stamps2 != stamps
+
+
+def test_long_compiles_show_progress(tmp_path, monkeypatch):
+    site = _fake_site(tmp_path)
+    for i in range(40):
+        (site / "pkg" / f"m{i}.py").write_text(f"X = {i}\n")
+    monkeypatch.setattr(bytecode, "PROGRESS_SECONDS", 0.0)  # a line after every file named
+    logs: list[str] = []
+    assert bytecode.ensure_compiled([site], force=True, log=logs.append) is True
+    progress = [m for m in logs if " of " in m]
+    counts = [int(m.split()[2].replace(",", "")) for m in progress]
+    assert progress and all(m.endswith(" s)") and " of 42 files " in m for m in progress), logs
+    assert counts == sorted(counts) and counts[-1] == 42  # every file looked at
+    assert logs[-1].startswith("recon: compiled 41 files in ")  # all but broken.py
 
 
 def test_switched_off_read_only_or_writing_python_does_nothing(tmp_path, monkeypatch):
