@@ -11,8 +11,8 @@ environment (~11k files) on *every* invocation (astral-sh/uv#12202): `uv run rec
 once per set of installed distributions instead: a stamp file in site-packages names the set
 (a hash of its `*.dist-info` folder names, which carry the versions); when the stamp is
 present it costs one directory listing (~1 ms). A fresh environment takes as long as uv's
-compile at install did (~11k files: 30-37 s on 2 cores, session 21). A new or upgraded package changes the set and
-compiles again (only what is out of date: compileall skips up-to-date files). It does nothing
+compile at install did (~11k files: 32-50 s on 2 cores in session 21, with a progress line
+every 5 s). A new or upgraded package changes the set and compiles again (only what is out of date: compileall skips up-to-date files). It does nothing
 where Python writes bytecode itself, where site-packages is read-only (nothing could be cached
 there), outside a virtual environment, or with RECON_COMPILE_BYTECODE=0.
 """
@@ -73,7 +73,7 @@ def ensure_compiled(dirs: list[Path] | None = None, *, force: bool = False,
         t = time.perf_counter()
         n = sum(1 for d in dirs for _ in d.rglob("*.py"))
         (log or _stderr)(f"recon: compiling the environment's {n:,} Python files once "
-                         "(PYTHONDONTWRITEBYTECODE is set; ~30 s on 2 cores when new) ...")
+                         "(PYTHONDONTWRITEBYTECODE is set; 30-50 s on 2 cores) ...")
         # a child process (compileall's worker pool must not start inside an import), which
         # names each file it compiles: counted for a progress line every PROGRESS_SECONDS
         p = subprocess.Popen([sys.executable, "-m", "compileall", "-j", "0", *map(str, dirs)],
