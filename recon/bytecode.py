@@ -12,9 +12,10 @@ once per set of installed distributions instead: a stamp file in site-packages n
 (a hash of its `*.dist-info` folder names, which carry the versions); when the stamp is
 present it costs one directory listing (~1 ms). A fresh environment takes as long as uv's
 compile at install did (~11k files: 32-50 s on 2 cores in session 21, with a progress line
-every 5 s). A new or upgraded package changes the set and compiles again (only what is out of date: compileall skips up-to-date files). It does nothing
-where Python writes bytecode itself, where site-packages is read-only (nothing could be cached
-there), outside a virtual environment, or with RECON_COMPILE_BYTECODE=0.
+every 5 s). A new or upgraded package changes the set and compiles again (only what is out
+of date: compileall skips up-to-date files). It does nothing where Python writes bytecode
+itself, where site-packages is read-only (nothing could be cached there), outside a virtual
+environment, or with RECON_COMPILE_BYTECODE=0.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def ensure_compiled(dirs: list[Path] | None = None, *, force: bool = False,
         done, failed, shown = 0, 0, t
         for line in p.stdout:
             done += line.count("Compiling ")  # the workers' lines may run into each other
-            failed += line.startswith("***")  # one per file that does not compile
+            failed += line.count("*** ")  # one per file that does not compile
             if time.perf_counter() - shown >= PROGRESS_SECONDS:
                 shown = time.perf_counter()
                 (log or _stderr)(f"recon: compiled {done:,} of {n:,} files "
