@@ -8,7 +8,7 @@ import tempfile
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -36,20 +36,25 @@ def _day(s: Optional[str], option: str = "--day") -> Optional[date]:
     try:
         return parse_day(s)
     except ValueError:
-        err.print(f"[red]error:[/red] {option} must be a UTC day YYYY-MM-DD, got {escape(repr(s))}")
-        raise typer.Exit(2) from None
+        _fail(f"{option} must be a UTC day YYYY-MM-DD, got {s!r}")
 
 
 def _window(day_from: Optional[str], day_to: Optional[str]):
     """--from/--to as days; a window that ends before it starts is an error, not an empty run."""
     lo, hi = _day(day_from, "--from"), _day(day_to, "--to")
     if lo is not None and hi is not None and lo > hi:
-        err.print(f"[red]error:[/red] --from {lo} is after --to {hi}")
-        raise typer.Exit(2)
+        _fail(f"--from {lo} is after --to {hi}")
     return lo, hi
 
 
 STAGE_AFTER_SECONDS = 3.0  # recon run shows its stages once it has run this long
+
+
+def _fail(msg: str, code: int = 2) -> NoReturn:
+    """Print `error: msg` (as text: a message from data or a library is never read as rich
+    markup, which ate `[thresholds]` and crashed on `[/x]` until 0.10.6) and exit with `code`."""
+    err.print("[red]error:[/red] " + escape(msg))
+    raise typer.Exit(code) from None
 
 
 def _secs(x) -> str:
@@ -179,8 +184,7 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
                   if n > 20 and i % max(1, n // 10) == 0 else None, validate=validate,
                   settle_seconds=settle, on_stage=_stage_printer())
     except (FileNotFoundError, ValueError) as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2)
+        _fail(str(e))
     print_summary(res)
     _print_validation(res)
     console.print(f"Warehouse: {res.db}. Next: recon query --db {res.db} "
@@ -237,8 +241,7 @@ def query(sql: str = typer.Argument(..., help="SQL to run (read-only)"),
     try:
         rel = con.sql(sql)
     except Exception as e:  # duckdb errors carry the SQL position
-        err.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2)
+        _fail(str(e))
     if rel is None:
         return
     df = rel.pl()
@@ -316,17 +319,13 @@ def _open_db(db: Path, need_marts: bool = False):
     from .warehouse import connect
 
     if not db.exists():
-        err.print(f"[red]error:[/red] {escape(str(db))} does not exist; run `recon run` or "
-                  "`recon demo` first")
-        raise typer.Exit(2)
+        _fail(f"{db} does not exist; run `recon run` or `recon demo` first")
     con = connect(db, read_only=True)
     if need_marts and not con.execute(
             "select count(*) from duckdb_tables() where schema_name = 'marts' "
             "and table_name = 'resource_day'").fetchone()[0]:
         con.close()
-        err.print(f"[red]error:[/red] {escape(str(db))} holds no reconciliation yet; run "
-                  "`recon run` first")
-        raise typer.Exit(2)
+        _fail(f"{db} holds no reconciliation yet; run `recon run` first")
     return con
 
 
@@ -346,16 +345,14 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
     from . import exports
 
     if (day is None) == (month is None):
-        err.print("[red]error:[/red] give exactly one of --day or --month")
-        raise typer.Exit(2)
+        _fail("give exactly one of --day or --month")
     try:
         if day is not None:
             exports.parse_day(day)
         else:
             exports.parse_month(month)
     except ValueError as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2)
+        _fail(str(e))
     con = _open_db(db, need_marts=True)
     if day is not None and (msg := _no_data(con, exports.parse_day(day), db)):
         err.print(f"[yellow]warning:[/yellow] {escape(msg)}: the files hold no rows")
@@ -365,8 +362,7 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
         else:
             paths = exports.export_month(con, month, out, account_id, account_name)
     except ValueError as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from None
+        _fail(str(e))
     for p in paths:
         console.print(f"wrote {p}")
 
@@ -386,16 +382,14 @@ def report_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
     try:
         parse_day(day)
     except ValueError as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2)
+        _fail(str(e))
     con = _open_db(db, need_marts=True)
     if msg := _no_data(con, parse_day(day), db):
         err.print(f"[yellow]warning:[/yellow] {escape(msg)}: the page shows nothing billed")
     try:
         path = write_report(con, day, out or Path(f"report_{day}.html"), db_label=str(db))
     except ValueError as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from None
+        _fail(str(e))
     console.print(f"wrote {path}")
 
 
@@ -435,11 +429,11 @@ def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing are
     import signal
     import threading
 
-    from connectors.kubernetes import collect as k8s_collect
-    from connectors.kubernetes import collect_once, default_clusters
-
     import yaml
     from kubernetes.config.config_exception import ConfigException
+
+    from connectors.kubernetes import collect as k8s_collect
+    from connectors.kubernetes import collect_once, default_clusters
 
     _logging(verbose)
     try:
@@ -449,16 +443,13 @@ def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing are
         # a YAML error may quote the offending line (a token): only its position is kept
         why = " ".join(ln.strip() for ln in str(e).splitlines()
                        if ln.strip() and not ln.startswith("    "))
-        err.print(f"[red]error:[/red] {escape(where)}: {escape(why)}")
-        raise typer.Exit(2) from None
+        _fail(f"{where}: {why}")
     if once:
         c = collect_once(landing, clusters)
-        failed = c.snapshot()["totals"]["lists_failed"]
-        if failed:  # exit 0 with nothing landed until 0.10.6
+        if failed := c.failed_lists():  # exit 0 with nothing landed until 0.10.6
             console.print(c.snapshot()["totals"])
-            err.print(f"[red]error:[/red] {failed} list(s) failed (the errors above name them and "
-                      "why); what did list was landed")
-            raise typer.Exit(1)
+            _fail(f"{len(failed)} list(s) failed: {', '.join(failed)} (the errors above say why); "
+                  "what did list was landed", code=1)
     else:
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -489,8 +480,7 @@ def whatif_cmd(cooldown: Optional[int] = typer.Option(None, min=0, help="KEDA co
     from .whatif import aggregate, whatif
 
     if cooldown is None and scale_down_delay is None and idle_timeout is None:
-        err.print("[red]error:[/red] give --cooldown, --scale-down-delay and/or --idle-timeout")
-        raise typer.Exit(2)
+        _fail("give --cooldown, --scale-down-delay and/or --idle-timeout")
     lo, hi = _window(day_from, day_to)
     con = _open_db(db, need_marts=True)
     # default: the days the last run built (all of them after a run without --from/--to)
@@ -499,8 +489,7 @@ def whatif_cmd(cooldown: Optional[int] = typer.Option(None, min=0, help="KEDA co
     try:
         rows = aggregate(whatif(con, lo, hi, cooldown, scale_down_delay, idle_timeout))
     except ValueError as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(2) from None
+        _fail(str(e))
     t = _table("team", "namespace", "workload", "what", "observed s", "what-if s", "saved USD",
                numeric=("observed s", "what-if s", "saved USD"),
                title="What if (model: see recon/whatif.py)", title_justify="left")
@@ -523,8 +512,7 @@ def check_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
     the_day = _day(day)
     con = _open_db(db, need_marts=True)
     if msg := _no_data(con, the_day, db):
-        err.print(f"[red]error:[/red] {escape(msg)}: nothing to check")
-        raise typer.Exit(2)
+        _fail(f"{msg}: nothing to check")
     steps = run_checks(con, the_day)
     for s in steps:
         console.print(f"[{'green' if s.passed else 'red'}]{'PASS' if s.passed else 'FAIL'}[/] "

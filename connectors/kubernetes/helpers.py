@@ -328,7 +328,7 @@ class ListWatch:
 
     def list_once(self, max_attempts: int = 5) -> Iterator[Item | Checkpoint]:
         """One complete list (retrying expired continues and transient errors)."""
-        last = "410 Gone on every attempt"  # what the final error names (the retries log at WARNING)
+        last = "410 Gone on every attempt"  # what the final error names (retries log a WARNING)
         for attempt in range(1, max_attempts + 1):
             if self.stop.is_set():
                 return

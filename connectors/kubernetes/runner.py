@@ -67,6 +67,12 @@ class Counters:
                 if (cluster is None or c == cluster) and (resource is None or r == resource)
             )
 
+    def failed_lists(self) -> list[str]:
+        """`cluster/resource` of every list given up after its retries (`lists_failed`)."""
+        with self._lock:
+            return sorted(f"{c}/{r}" for (c, r), values in self._values.items()
+                          if values["lists_failed"])
+
     def snapshot(self) -> dict:
         """``{"totals": {key: n}, "clusters": {cluster: {resource: {key: n}}}}``."""
         with self._lock:

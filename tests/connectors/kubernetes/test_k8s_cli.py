@@ -39,7 +39,7 @@ def test_collect_once_fails_when_a_list_gives_up_and_says_why(fake, tmp_path, ca
     fake.fail_next(100, status=500, path_prefix="/api/v1/nodes")
     r = CliRunner().invoke(app, [*args, "--landing", str(tmp_path / "l2")])
     assert r.exit_code == 1, r.output
-    assert "1 list(s) failed" in r.output
+    assert "1 list(s) failed: dev/nodes" in r.output
     assert any("dev/nodes: list failed 5 times (last: API error 500" in m
                for m in caplog.messages), caplog.messages
     assert [p["object"]["metadata"]["name"] for p in read_rows(tmp_path / "l2", "pods", "dev")] \
