@@ -25,6 +25,7 @@ from .incremental import StagingState, create_deduped, next_rowid
 from .ingest.load import (
     TABLES,
     TS_CHECKED,
+    TS_OPTIONAL,
     FileResult,
     arrow_bad,
     arrow_query,
@@ -258,7 +259,9 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
 def _insert_rows(con, table: str, tbl) -> None:
     """Insert the Arrow rows `tbl` into raw.<table>, in `row_group_parts` (a checkpoint does not
     have to rewrite row groups to merge them), with the same `ts_ok` as the DuckDB paths."""
-    ts = f", {ts_ok_sql(TS_CHECKED[table], 'json(doc)')} as ts_ok" if table in TS_CHECKED else ""
+    opt = (TS_OPTIONAL[table], "json(doc)") if table in TS_OPTIONAL else None
+    ts = (f", {ts_ok_sql(TS_CHECKED[table], 'json(doc)', opt)} as ts_ok"
+          if table in TS_CHECKED else "")
     for a, b in row_group_parts(tbl.num_rows):
         arrow_query(con, "_recon_rows", tbl.slice(a, b - a),
                     f"insert into raw.{table} by name "

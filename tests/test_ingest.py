@@ -423,6 +423,53 @@ def test_landing_records_the_timestamp_verdict_staging_would_reach_on_every_path
     assert quarantined() == landed
 
 
+def test_a_job_whose_submitted_at_is_there_but_no_timestamp_is_quarantined_on_every_path(
+        folder, tmp_path):
+    """submittedAt is optional (the /status record has none), but until 0.10.7 a malformed one
+    loaded as NULL without a word, and the worker's session then started at its first job's
+    execution instead of its submission: cold start lost from the bill's explanation. A present
+    value that is no timestamp now quarantines the job, named, whichever reader landed it and in
+    a warehouse landed before the check (ts_ok NULL)."""
+    from recon.pipeline import build
+    from recon.warehouse import RAW_DDL
+
+    job = {"status": "COMPLETED", "endpointId": "ep", "workerId": "w", "executionTime": 1000,
+           "completedAt": "2026-06-01T10:05:00Z"}
+    subs = {"ok": "2026-06-01T10:00:00Z", "null": None, "bad": "yesterday", "num": 1780000000,
+            "obj": {"at": "2026-06-01T10:00:00Z"}}
+    write_jsonl(folder / "jobs.jsonl",  # DuckDB's JSON Lines path
+                [{**job, "id": k, "submittedAt": v} for k, v in subs.items()]
+                + [{**job, "id": "absent"}])
+    (folder / "one-job.json").write_text(json.dumps(  # a single document: the Python reader
+        {**job, "id": "py-bad", "submittedAt": "soon"}))
+    res = run(folder, tmp_path / "db.duckdb")
+    assert res.records_in == res.loaded + res.quarantined + res.skipped == 7
+    con = connect(tmp_path / "db.duckdb")
+
+    def outcome():
+        staged = {r[0] for r in con.execute("select job_id from staging.stg_runpod__jobs").fetchall()}
+        held = {json.loads(rec)["id"]: reason for rec, reason in con.execute(
+            "select record, reason from staging.quarantine").fetchall()}
+        return staged, held
+
+    staged, held = outcome()
+    assert staged == {"ok", "null", "absent"}
+    assert held == {"bad": "job submittedAt is not a timestamp: yesterday",
+                    "num": "job submittedAt is not a timestamp: 1780000000",
+                    "obj": 'job submittedAt is not a timestamp: {"at":"2026-06-01T10:00:00Z"}',
+                    "py-bad": "job submittedAt is not a timestamp: soon"}
+    # landing's verdict (ts_ok) agrees with the quarantine's on every row
+    assert dict(con.execute("select doc ->> '$.id', ts_ok from raw.serverless_jobs").fetchall()) \
+        == {k: k in staged for k in [*subs, "absent", "py-bad"]}
+    # a warehouse landed before ts_ok: NULL everywhere, the rebuild reaches the same verdicts
+    con.execute("alter table raw.serverless_jobs drop column ts_ok")
+    for stmt in RAW_DDL:
+        con.execute(stmt)
+    con.execute("delete from meta.staged_models")
+    build(con)
+    assert outcome() == (staged, held)
+
+
 @pytest.mark.parametrize("value, reason", [
     (True, "is not a number: 'True'"), ("12", "is not a number: '12'"), ([1], "is not a number"),
     (float("nan"), "is not finite: nan"), (float("-inf"), "is not finite: -inf"),

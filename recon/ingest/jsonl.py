@@ -132,7 +132,7 @@ class _Mode:
 
 
 def _modes(cluster: str) -> dict[str, _Mode]:
-    v = [f"v[{i}]" for i in range(17)]
+    v = [f"v[{i}]" for i in range(18)]
     watch = _Mode(
         "k8s_objects",
         # 1 type, 2 object, 3 cluster, 4 seenAt, 5 kind, 6 x_recon, 7 object.kind,
@@ -156,15 +156,16 @@ def _modes(cluster: str) -> dict[str, _Mode]:
                "$.pods", "$.endpoints", "$.networkVolumes"]
     job = _Mode(
         "serverless_jobs",
-        # 1 whole doc, 2 id, 3 endpointId, 4 completedAt, 5 delayTime, 6 executionTime, 7.. absent
+        # 1 whole doc, 2 id, 3 endpointId, 4 completedAt, 5 delayTime, 6 executionTime,
+        # 7..16 absent, 17 submittedAt (ts_ok)
         ["$", "$.id", "$.endpointId", "$.completedAt", "$.delayTime", "$.executionTime",
-         *not_job],
+         *not_job, "$.submittedAt"],
         f"v is not null and starts_with({v[1]}, '{{') and "
         + " and ".join(f"{v[i]} is null" for i in range(7, 7 + len(not_job))) + " and "
         + " and ".join(f"{v[i]} is not null and {v[i]} not in ('null', '\"\"')" for i in (2, 3, 4))
         + f" and ({v[5]} is not null or {v[6]} is not null) "
         f"and {_amount(v[5])} and {_amount(v[6])}",
-        f"{v[1]} as doc, {ts_ok_sql('$', v[4])} as ts_ok")
+        f"{v[1]} as doc, {ts_ok_sql('$', v[4], ('$', v[7 + len(not_job)]))} as ts_ok")
     not_workers = ["$.kind", "$.type", "$.object", "$.items", "$.records"]
     workers = _Mode(
         "runpod_inventory",

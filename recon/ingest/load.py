@@ -27,6 +27,7 @@ from .reader import (  # noqa: F401
     COMMON,
     TABLES,
     TS_CHECKED,
+    TS_OPTIONAL,
     FileResult,
     arrow_bad,
     arrow_query,

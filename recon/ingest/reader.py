@@ -49,13 +49,22 @@ COMMON = ["source_file", "record_no", "locator"]
 # Python path's rows get it on insert), so that staging's quarantine re-parses only the rows
 # where it is not true instead of every pod version and job (0.4 s and 0.3 s on the 500-node
 # day, bench/README.md session 11). NULL: a row landed before the column existed.
+# A job's submittedAt is optional (the /status record has none; submitters add it), but when it
+# is there it must be a timestamp too: until 0.10.7 a malformed one loaded as NULL, silently, and
+# the worker's session started at its first job's execution instead (TS_OPTIONAL).
 TS_CHECKED = {"k8s_objects": "$.metadata.creationTimestamp", "serverless_jobs": "$.completedAt"}
+TS_OPTIONAL = {"serverless_jobs": "$.submittedAt"}
 
 
-def ts_ok_sql(path: str, doc: str) -> str:
+def ts_ok_sql(path: str, doc: str, optional: tuple[str, str] | None = None) -> str:
     """SQL of `ts_ok` for the JSON `doc` (quarantine.sql's own cast of the same value); the
-    DuckDB paths pass an extracted value as `doc` and `$` as `path`."""
-    return f"(try_cast({doc} ->> '{path}' as timestamptz) is not null)"
+    DuckDB paths pass an extracted value as `doc` and `$` as `path`. `optional`: (path, doc) of
+    a timestamp that may be absent or null but otherwise has to cast too."""
+    ok = f"try_cast({doc} ->> '{path}' as timestamptz) is not null"
+    if optional:
+        o = f"{optional[1]} ->> '{optional[0]}'"
+        ok += f" and ({o} is null or try_cast({o} as timestamptz) is not null)"
+    return f"({ok})"
 
 
 AMOUNT_KEYS = ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount", "feeAmount", "amount",

@@ -23,10 +23,18 @@ billing as (
 ),
 
 jobs as (
-    select source_file, record_no, locator, 'job completedAt is not a timestamp: '
-           || coalesce(doc ->> '$.completedAt', 'null') as reason, doc::varchar as record
+    -- completedAt is required; submittedAt is optional, but a present one must be a timestamp
+    -- (stg_runpod__jobs keeps neither kind of row; ts_ok covers both casts)
+    select source_file, record_no, locator,
+           case when try_cast(doc ->> '$.completedAt' as timestamptz) is null
+                then 'job completedAt is not a timestamp: ' || coalesce(doc ->> '$.completedAt', 'null')
+                else 'job submittedAt is not a timestamp: ' || (doc ->> '$.submittedAt') end as reason,
+           doc::varchar as record
     from raw.serverless_jobs
-    where ts_ok is not true and try_cast(doc ->> '$.completedAt' as timestamptz) is null
+    where ts_ok is not true
+      and (try_cast(doc ->> '$.completedAt' as timestamptz) is null
+           or (doc ->> '$.submittedAt' is not null
+               and try_cast(doc ->> '$.submittedAt' as timestamptz) is null))
 ),
 
 focus as (

@@ -25,6 +25,7 @@ typed as (
         try_cast(j.executionTime as bigint) as execution_ms,
         try_cast(j.submittedAt as timestamptz) as submitted_at,
         try_cast(j.completedAt as timestamptz) as completed_at,
+        j.submittedAt is null as no_submitted_at,
         source_file,
         record_no
     from source
@@ -36,7 +37,9 @@ final as (
         completed_at - to_milliseconds(coalesce(execution_ms, 0)) as execution_started_at,
         source_file, record_no
     from typed
-    where completed_at is not null
+    -- the rest are in staging.quarantine: no completedAt timestamp, or a submittedAt that is
+    -- there but no timestamp
+    where completed_at is not null and (submitted_at is not null or no_submitted_at)
 )
 
 select * from final
