@@ -32,6 +32,8 @@ def test_billed_after_exit_raised_and_not(tmp_path):
     assert secs == Decimal(3600 - 420)  # beyond cooldown 300 + grace 60 + tolerance 60
     assert amount == (RATE * 3180 / 3600).quantize(Decimal("0.000000000001"))
     assert "job-a" in msg and "cooldownPeriod 300 s" in msg
+    # the message says the seconds the finding counts, not only the whole tail (3600 s)
+    assert "for 3600 s after its last task" in msg and msg.endswith(": 3180 s billed beyond it.")
     w = World(tmp_path / "b")
     batch_node(w, tail_minutes=6)  # 360 s ≤ 420 s
     assert codes(w.findings()) == []
