@@ -323,20 +323,28 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
                   pull_provider: bool = False, trailing_days: int = 1,
                   validation: bool = True, settle_seconds: int = 0,
                   exports_dir: str | None = None) -> dict:
-    """The daily steps in order (the daily flow; a backfill runs them by batches of days)."""
+    """The daily steps in order (the daily flow; a backfill runs them by batches of days).
+
+    With `pull_provider`, the days pulled again (`trailing_days`, ending with `day`) are the
+    days rebuilt, gated, exported and published: the pull is there for the buckets the
+    provider restated, and a restated bucket changes its own day's bill. Until 0.10.8 only
+    `day` was rebuilt, so a restatement reached staging and never its day's marts or CSVs."""
     if pull_provider and trailing_days < 1:
         raise ValueError("trailing_days must be at least 1")
     limits = tags_with_limits()  # a task carries a tag only for its limit (flows/common.py)
+    first = day - timedelta(days=trailing_days - 1) if pull_provider else day
     if pull_provider:
-        limited(pull_provider_window, limits)(landing_dir, day - timedelta(days=trailing_days - 1),
-                                              day)
-    load = limited(build_marts, limits)(landing_dir, db, day, config, settle_seconds,
-                                        prefetch_gate=validation)
-    checked = (limited(validate_marts, limits)(db, day) if validation
+        limited(pull_provider_window, limits)(landing_dir, first, day)
+    load = limited(build_marts, limits)(landing_dir, db, first, config, settle_seconds,
+                                        last_day=day, prefetch_gate=validation)
+    checked = (limited(validate_marts, limits)(db, first, day) if validation
                else {"skipped": "validation=false"})
-    if exports_dir:
-        limited(export_finance, limits)(db, day, exports_dir)
-    return publish_summary(db, day, load, checked)
+    out = None
+    for d in (first + timedelta(days=i) for i in range((day - first).days + 1)):
+        if exports_dir:
+            limited(export_finance, limits)(db, d, exports_dir)
+        out = publish_summary(db, d, load, checked)  # `day` last: its artifacts are the latest
+    return out
 
 
 @flow(name="daily-reconciliation", flow_run_name=_run_name, log_prints=False)
@@ -356,8 +364,9 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
         config: recon TOML (thresholds, mapping, rates). Default: LANDING_DIR/recon.toml.
         pull_provider: First pull Runpod billing for the trailing window into the landing
             area (API key: Secret block `runpod-api-key`, else env RUNPOD_API_KEY).
-        trailing_days: Days pulled, ending with `day` (Runpod restates recent buckets, so
-            recent days are pulled again; a later pull of a bucket wins).
+        trailing_days: With pull_provider, the days pulled, rebuilt and published again,
+            ending with `day` (Runpod restates recent buckets, so recent days are pulled
+            again; a later pull of a bucket wins, and its day's marts and CSVs follow it).
         validation: Run the data-quality gate (recon.validate, Great Expectations suites)
             before publishing; a critical failure fails the run.
         settle_seconds: Leave files modified less than this long ago for a later run (the

@@ -216,3 +216,52 @@ def test_the_build_prefetches_gx_when_a_gate_follows(tmp_path, monkeypatch, vali
                           validation=validation)
     assert out["loaded"] > 0
     assert prefetched == ([True] if validation else [])
+
+
+def test_the_daily_steps_rebuild_the_trailing_days_a_restatement_changes(monkeypatch, tmp_path):
+    """The daily run pulls the trailing days again because Runpod restates recent buckets; a
+    restated bucket must reach its own day's marts and CSVs, not only staging. Until 0.10.8
+    only `day` was rebuilt: 2026-06-01 kept its first bill after the restatement was pulled."""
+    import csv
+    import functools
+    from decimal import Decimal
+
+    import duckdb
+
+    import flows.daily_reconciliation as dr
+    from tests.fakes.runpod_api import FakeRunpodAPI, VirtualClock, make_billing
+
+    billing = make_billing(datetime(2026, 5, 28, tzinfo=UTC), hours=24 * 8)
+    bucket = datetime(2026, 6, 1, 10, tzinfo=UTC)
+    pod1 = [r for r in billing["pods"] if r["podId"] == "pod_a1"]
+    orig = next(r["totalAmount"] for r in pod1 if r["startTime"] == "2026-06-01T10:00:00Z")
+    day1 = sum(Decimal(str(r["totalAmount"])) for r in pod1
+               if r["startTime"].startswith("2026-06-01"))
+    published: list[date] = []
+    monkeypatch.setattr(dr, "limited", lambda task, limits: getattr(task, "fn", task))
+    monkeypatch.setattr(dr, "tags_with_limits", lambda: frozenset())
+    monkeypatch.setattr(dr, "publish_summary",
+                        lambda db, day, load, checked: published.append(day) or {"day": day})
+    monkeypatch.setenv("RUNPOD_API_KEY", KEY)
+    land, db, out = tmp_path / "landing", tmp_path / "r.duckdb", tmp_path / "exports"
+    with FakeRunpodAPI(KEY, billing=billing, clock=VirtualClock()) as fake:
+        monkeypatch.setattr(dr, "pull_provider_window", functools.partial(
+            dr.pull_provider_window.fn, base_url=fake.base_url))
+        fake.restate("pods", "pod_a1", bucket, total=orig + 5.0, from_pull=2)  # the 2nd pull
+        dr.reconcile_day(date(2026, 6, 1), str(land), str(db), pull_provider=True,
+                         trailing_days=3, validation=False, exports_dir=str(out))
+        assert published == [date(2026, 5, 30), date(2026, 5, 31), date(2026, 6, 1)]
+        published.clear()
+        ret = dr.reconcile_day(date(2026, 6, 2), str(land), str(db), pull_provider=True,
+                               trailing_days=3, validation=False, exports_dir=str(out))
+    assert published == [date(2026, 5, 31), date(2026, 6, 1), date(2026, 6, 2)]  # the day last
+    assert ret == {"day": date(2026, 6, 2)}
+    con = duckdb.connect(str(db), read_only=True)
+    billed = con.execute("select billed_amount from marts.resource_day "
+                         "where resource_id = 'pod_a1' and day = '2026-06-01'").fetchone()[0]
+    con.close()
+    assert billed == day1 + 5  # the restated bill, where it read day1 before
+    with open(out / "costs_2026-06-01.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f)]
+    pod_rows = [r for r in rows if "pod_a1" in r.values()]
+    assert pod_rows and sum(Decimal(r["billed_amount"]) for r in pod_rows) == day1 + 5
