@@ -515,3 +515,27 @@ def test_a_byte_order_mark_is_ignored_and_bytes_that_are_not_utf8_are_named(fold
         "select json_extract_string(doc, '$.id') from raw.serverless_jobs").fetchall()}
     assert jobs == {"b1", "b2", "f2", "l1", "l3"}  # nothing with a replacement character
     assert con.execute("select count(*) from raw.k8s_objects where uid = 'u1'").fetchone()[0] == 1
+
+
+def test_the_collectors_resume_state_in_the_landing_area_is_skipped_not_quarantined(folder):
+    """The collector keeps <landing>/k8s/state/<cluster>.json beside what it lands, and the
+    daily run loads that landing area whole: until 0.10.8 every run quarantined the state file
+    as 'not a recognised input record' (a warning in every daily log)."""
+    from connectors.kubernetes.landing import StateStore
+    from recon.warehouse import load_folder
+
+    state = StateStore(folder, "c1")
+    state.save("pods", "1001")
+    state.save("events", "1002")
+    write_jsonl(folder / "k8s" / "watch.jsonl",
+                [{"type": "ADDED", "object": pod("u1", "1001"), "cluster": "c1"}])
+    # a document of those keys but not the collector's shape is still refused
+    (folder / "other.json").write_text(json.dumps(
+        {"version": 1, "cluster": "c1", "savedAt": "x", "resources": {"pods": "1001"}}))
+    con = connect(folder.parent / "w.duckdb")
+    res = {r.path.rsplit("/in/", 1)[1]: r for r in load_folder(con, folder)}
+    st = res["k8s/state/c1.json"]
+    assert (st.records_in, st.loaded, st.quarantined, st.skipped) == (1, 0, 0, 1)
+    assert st.skip_reason == "the Kubernetes collector's resume state, not billing data"
+    assert res["k8s/watch.jsonl"].loaded == 1
+    assert res["other.json"].quarantined == 1 and "not a recognised" in res["other.json"].bad[0]["reason"]

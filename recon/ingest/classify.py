@@ -30,6 +30,15 @@ class BadRecord(ValueError):
     """A record that cannot be loaded; the message is the quarantine reason."""
 
 
+def _is_collector_state(doc: dict) -> bool:
+    """The Kubernetes collector's resume state (connectors/kubernetes/landing.py `State.save`),
+    which it keeps inside the landing area it hands the daily run: <landing>/k8s/state/<cluster>.json
+    with exactly these keys. Until 0.10.8 every run quarantined it as unrecognised."""
+    return (set(doc) == {"version", "cluster", "savedAt", "resources"}
+            and isinstance(doc["resources"], dict)
+            and all(isinstance(v, dict) and "resourceVersion" in v for v in doc["resources"].values()))
+
+
 def doc_kind(doc) -> str:
     """Kind of a whole document (a JSON file or one JSONL line)."""
     if isinstance(doc, list):
@@ -43,6 +52,8 @@ def doc_kind(doc) -> str:
     kind = doc.get("kind")
     if kind == "recon.GroundTruth":
         return "ground_truth"
+    if _is_collector_state(doc):
+        return "collector_state"
     if str(x_recon(doc).get("endpoint", "")).endswith("/health"):
         return "runpod_health"
     if isinstance((doc.get("data") or {}).get("myself") if isinstance(doc.get("data"), dict) else None,

@@ -236,6 +236,8 @@ def _one(res: FileResult, doc, locator: str, n: int) -> None:
         res.skip("serverless /health snapshot (kept for operators, not billing data)")
     elif kind == "ground_truth":
         res.skip("simulator ground truth, not an input")
+    elif kind == "collector_state":
+        res.skip("the Kubernetes collector's resume state, not billing data")
     elif kind == "empty_array":
         res.skip("empty JSON array")
     else:
