@@ -3,6 +3,9 @@
 import json
 from decimal import Decimal
 
+import duckdb
+import pytest
+
 from recon.pipeline import run
 from recon.warehouse import connect
 
@@ -66,3 +69,36 @@ def test_settled_and_estimated(tmp_path):
     con = connect(tmp_path / "db.duckdb", read_only=True)
     assert con.execute("select resource_id, state, amount from marts.settlement order by 1").fetchall() == [
         ("p1", "settled", Decimal("1")), ("p2", "estimated", Decimal("2"))]
+
+
+def _pulled(path, endpoint, pulled, start, end, rec):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "x_recon": {"endpoint": endpoint, "pulledAt": pulled, "params": {}},
+        "records": [{"startTime": start, "endTime": end, **rec}],
+        "metadata": {"query": {}, "recordCount": 1, "totals": {}}}))
+
+
+@pytest.mark.parametrize("kind, endpoint, rec, table", [
+    ("billing_network_volumes", "/v2/billing/network-volumes",
+     {"networkVolumeId": "vol_1", "totalAmount": 1.5, "standardAmount": 1.5,
+      "highPerformanceAmount": 0}, "staging.stg_runpod__network_volume_billing"),
+    ("billing", "/v2/billing", {"totalAmount": 1.5}, "staging.stg_runpod__account_billing"),
+    ("billing_pods", "/v2/billing/pods",
+     {"podId": "pod_1", "totalAmount": 1.5, "gpuAmount": 1.5, "cpuAmount": 0, "diskAmount": 0},
+     "staging.stg_runpod__pod_billing"),
+])
+def test_a_repull_that_spells_the_bucket_otherwise_is_the_same_bucket(tmp_path, kind, endpoint,
+                                                                      rec, table):
+    """RFC 3339 allows `…T00:00:00Z` and `…T00:00:00.000Z` for one instant. Until 0.10.8 the
+    network-volume and account lines were deduplicated on the text: a re-pull spelling it
+    otherwise kept both, and the volume was billed $3.00 for one $1.50 hour."""
+    land = tmp_path / "landing" / "runpod" / kind
+    _pulled(land / "pulled=20260602T000000Z" / "a.json", endpoint, "2026-06-02T00:00:00Z",
+            "2026-06-01T00:00:00Z", "2026-06-01T01:00:00Z", rec)
+    _pulled(land / "pulled=20260603T000000Z" / "b.json", endpoint, "2026-06-03T00:00:00Z",
+            "2026-06-01T00:00:00.000Z", "2026-06-01T01:00:00.000Z", {**rec, "totalAmount": 1.25})
+    run(tmp_path / "landing", tmp_path / "r.duckdb")
+    con = duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True)
+    rows = con.execute(f"select total_amount_usd from {table}").fetchall()
+    assert rows == [(Decimal("1.25"),)]  # one bucket, the later pull's amount

@@ -11,7 +11,8 @@ final as (
         try_cast(pulled_at as timestamptz) as pulled_at
     from source
     where try_cast(doc ->> '$.startTime' as timestamptz) is not null
-    qualify row_number() over (partition by doc ->> '$.startTime'
+    -- by the bucket's instant, not its spelling (a re-pull may write the time another way)
+    qualify row_number() over (partition by bucket_start
                                order by try_cast(pulled_at as timestamptz) desc nulls last,
                                         source_file desc, record_no desc) = 1
 )

@@ -14,7 +14,9 @@ final as (
         record_no
     from source
     where try_cast(doc ->> '$.startTime' as timestamptz) is not null
-    qualify row_number() over (partition by doc ->> '$.networkVolumeId', doc ->> '$.startTime'
+    -- by the bucket's instant, not its spelling: a re-pull may write ...T00:00:00.000Z where the
+    -- first wrote ...T00:00:00Z (until 0.10.8 both were kept and the bucket billed twice)
+    qualify row_number() over (partition by doc ->> '$.networkVolumeId', bucket_start
                                order by try_cast(pulled_at as timestamptz) desc nulls last,
                                         source_file desc, record_no desc) = 1
 )
