@@ -206,9 +206,14 @@ def _check_billing(kind: str, resp: ApiResponse, window: tuple[str, str]) -> lis
     for key in settings.BILLING_REQUIRED_TOP_LEVEL:
         if key not in body:
             raise fail(f"response lacks required field {key!r} (got keys {sorted(body)})")
+    # Typed as the spec types them: the loader recognises a billing file only by a `records`
+    # array beside a `metadata` object, so a null `metadata` landed as a success would have
+    # every record of the window quarantined later.
     records = body["records"]
     if not isinstance(records, list):
-        raise fail(f"'records' is {type(records).__name__}, expected a list")
+        raise fail(f"'records' is {_json_type(records)}, expected an array")
+    if not isinstance(body["metadata"], dict):
+        raise fail(f"'metadata' is {_json_type(body['metadata'])}, expected an object")
     required = settings.BILLING_REQUIRED_RECORD_FIELDS[kind]
     missing_spec: set[str] = set()
     for i, rec in enumerate(records):
@@ -230,6 +235,21 @@ def _check_billing(kind: str, resp: ApiResponse, window: tuple[str, str]) -> lis
             sorted(missing_spec),
         )
     return records
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for error messages (``null``, not NoneType)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, dict) else type(value).__name__
 
 
 # ===================================================================== inventory

@@ -8,7 +8,10 @@
 * ``application/problem+json`` errors become exceptions whose message names the endpoint, the
   time window and the problem's title/status/detail/errors;
 * the API key is sent only in the ``Authorization`` header by an auth object whose repr is
-  redacted, and is scrubbed from every exception message and log record of this package.
+  redacted, and is scrubbed from every exception message and log record of this package; a
+  key that is not a valid header value (e.g. an embedded line break) is refused up front, and
+  unexpected errors of the HTTP stack are re-raised redacted and unchained, since their
+  messages may quote the header.
 """
 
 from __future__ import annotations
@@ -40,6 +43,38 @@ def redact(text: str) -> str:
         if secret and secret in text:
             text = text.replace(secret, REDACTED)
     return text
+
+
+def _remember_secret(key: str) -> None:
+    """Register ``key`` for :func:`redact`, with the spellings ``repr()`` gives it: exception
+    messages of the HTTP stack quote header values as ``b'Bearer ...'``, where a backslash or
+    quote in the key would be escaped and the plain spelling would no longer match."""
+    _SECRETS.update({key, repr(key)[1:-1], repr(key.encode())[2:-1]})
+
+
+def _key_problem(key: str) -> str | None:
+    """Why ``key`` cannot be sent as a header value, or None if it can.
+
+    A key is visible ASCII (``!`` to ``~``). Anything else (typically a line break from a badly
+    pasted Secret block) would make http.client raise ``Invalid header value b'Bearer <key>'``,
+    quoting the key. The answer names the position and kind of the character, never the key.
+    """
+    for i, ch in enumerate(key, start=1):
+        if "!" <= ch <= "~":
+            continue
+        if ch in "\r\n":
+            what = "a line break"
+        elif ch.isspace():
+            what = "whitespace"
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            what = "a control character"
+        else:
+            what = "a non-ASCII character"
+        return (
+            f"contains {what} (U+{ord(ch):04X}) at position {i} of {len(key)}; an API key is"
+            " visible ASCII only (was the secret pasted with a line break?)"
+        )
+    return None
 
 
 class _RedactFilter(logging.Filter):
@@ -105,7 +140,8 @@ class RunpodRateLimitError(RunpodAPIError):
 
 
 class RunpodTransportError(RunpodError):
-    """Connection errors or timeouts persisted through all retries."""
+    """Connection errors or timeouts persisted through all retries, or an unexpected error of
+    the HTTP stack (not retried)."""
 
 
 class RunpodResponseError(RunpodError):
@@ -247,7 +283,12 @@ class RunpodClient:
                 f"no Runpod API key: pass api_key=... or set {settings.API_KEY_ENV}"
             )
         key = key.strip()
-        _SECRETS.add(key)
+        # Remembered even if rejected below: the bad key may still show up in someone's text.
+        _remember_secret(key)
+        problem = _key_problem(key)
+        if problem is not None:
+            source = "api_key" if api_key is not None else settings.API_KEY_ENV
+            raise RunpodConfigError(f"unusable Runpod API key from {source}: {problem}")
         if not base_url.startswith(("https://", "http://")):
             raise RunpodConfigError(f"base_url must be http(s): {base_url!r}")
         self.base_url = base_url.rstrip("/")
@@ -316,6 +357,7 @@ class RunpodClient:
             self.calls += 1
             log.debug("runpod request: GET %s params=%s (attempt %d)", endpoint, params, attempts)
             delay: float | None = None
+            unexpected: str | None = None
             try:
                 resp = self.session.get(
                     url, params=params, auth=self._auth, timeout=self.timeout, allow_redirects=False
@@ -329,6 +371,12 @@ class RunpodClient:
             ) as exc:
                 last_failure = f"{type(exc).__name__}: {redact(str(exc))[:200]}"
                 last_kind, last_status, last_problem = RunpodTransportError, None, {}
+            except Exception as exc:  # noqa: BLE001 - anything else from requests/urllib3
+                # Not transient, so not retried. Such messages may quote the request (e.g.
+                # http.client's "Invalid header value b'Bearer <key>'"): only the redacted
+                # text is kept, and the exception is raised outside this block so the
+                # original is neither chained nor kept as __context__.
+                unexpected = f"{type(exc).__name__}: {redact(str(exc))[:200]}"
             else:
                 self._note_rate_limit(resp.headers)
                 status = resp.status_code
@@ -365,6 +413,12 @@ class RunpodClient:
                         )
                     last_kind = RunpodRateLimitError if status == 429 else RunpodAPIError
                     delay = parse_retry_after(resp.headers.get("Retry-After"))
+            if unexpected is not None:
+                raise RunpodTransportError(
+                    f"{what}: unexpected error from the HTTP layer: {unexpected}",
+                    endpoint=endpoint,
+                    window=window,
+                ) from None
             if attempt == self.max_retries:
                 break
             if delay is None:
@@ -480,11 +534,14 @@ def _problem_details(resp: requests.Response, content: bytes) -> dict[str, Any]:
             "errors": [redact(str(e)) for e in errors] if errors else [],
             "problem": "problem+json" in resp.headers.get("Content-Type", ""),
         }
-    snippet = content[: settings.ERROR_BODY_SNIPPET].decode("utf-8", "replace").strip()
+    # Redact the whole body before cutting it: a key straddling the cut would otherwise not
+    # be recognised and all but its last characters would be quoted.
+    text = redact(content.decode("utf-8", "replace"))
+    snippet = text.strip()[: settings.ERROR_BODY_SNIPPET].strip()
     return {
-        "title": resp.reason or "",
+        "title": redact(resp.reason or ""),
         "status": resp.status_code,
-        "detail": redact(snippet),
+        "detail": snippet,
         "errors": [],
         "problem": False,
     }

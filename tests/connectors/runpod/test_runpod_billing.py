@@ -405,6 +405,50 @@ def test_missing_required_field_is_a_clear_error(tmp_path, fake, client, window,
     assert landed_files(tmp_path, "billing_pods") == []
 
 
+class _RetypingFake(FakeRunpodAPI):
+    """The fake, but every billing answer has top-level fields replaced (e.g. a null)."""
+
+    def __init__(self, *args, replace: dict, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.replace = replace
+
+    def handle(self, path, query):
+        body, pending = super().handle(path, query)
+        if path.startswith("/v2/billing"):
+            body.update(self.replace)
+        return body, pending
+
+
+@pytest.mark.parametrize(
+    "field, value, problem",
+    [
+        ("metadata", None, "'metadata' is null, expected an object"),
+        ("metadata", [], "'metadata' is an array, expected an object"),
+        ("metadata", "n/a", "'metadata' is a string, expected an object"),
+        ("records", None, "'records' is null, expected an array"),
+        ("records", {"0": {}}, "'records' is an object, expected an array"),
+    ],
+)
+def test_wrongly_typed_required_field_is_a_clear_error(
+    tmp_path, clock, dataset, make_client, window, field, value, problem
+):
+    """Present is not enough: the loader takes a billing file only with a `records` array and
+    a `metadata` object (the spec's types), so e.g. a null `metadata` landed as a good pull
+    would have every record of the window quarantined later."""
+    with _RetypingFake(
+        "k-typed", billing=dataset, clock=clock, now=NOW, replace={field: value}
+    ) as fake:
+        client = make_client(api_key="k-typed", base_url=fake.base_url)
+        with pytest.raises(RunpodResponseError) as err:
+            pull_billing(tmp_path, *window, client=client, now=NOW, kinds=["billing_pods"])
+        assert len(fake.served) == 1  # a well-formed 2xx: refused, not retried
+    msg = str(err.value)
+    assert problem in msg
+    assert "GET /v2/billing/pods" in msg and f"[{W1[0]}, {W1[1]})" in msg
+    assert err.value.endpoint == "/v2/billing/pods" and err.value.status == 200
+    assert landed_files(tmp_path, "billing_pods") == []
+
+
 def test_only_v2_paths_on_the_api_host_are_called(tmp_path, fake, client, window):
     from connectors.runpod import RunpodConfigError, snapshot_inventory
 
