@@ -415,37 +415,57 @@ def schema_cmd(markdown: bool = typer.Option(False, "--markdown", help="Print Ma
 
 @app.command()
 def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing area to append to"),
-            kubeconfig: Optional[str] = typer.Option(None, help="kubeconfig path (default: "
-                                                     "in-cluster, else ~/.kube/config)"),
+            kubeconfig: str | None = typer.Option(None, help="kubeconfig path (default: "
+                                                  "in-cluster, else ~/.kube/config)"),
             context: list[str] = typer.Option([], help="kube context; repeat for several "
                                               "clusters, or 'all'"),
             once: bool = typer.Option(False, help="List everything once and exit"),
-            run_seconds: Optional[float] = typer.Option(None, help="Stop after this long"),
+            run_seconds: float | None = typer.Option(None, help="Stop after this long"),
             verbose: bool = typer.Option(False, "-v")):
     """Watch pods, events, nodes, jobs and KEDA objects; append every version to LANDING.
 
     Example: recon collect --landing /data/landing --context prod-eu --context prod-us
     """
+    import binascii
     import signal
     import threading
 
     import yaml
     from kubernetes.config.config_exception import ConfigException
 
+    from connectors.kubernetes import check_unique_names, collect_once, default_clusters
     from connectors.kubernetes import collect as k8s_collect
-    from connectors.kubernetes import collect_once, default_clusters
 
     _logging(verbose)
+    kc_name = kubeconfig or "the default kubeconfig (~/.kube/config or $KUBECONFIG)"
+    where = kc_name
     try:
         clusters = default_clusters(kubeconfig, (context if context != ["all"] else "all") or None)
-    except (ConfigException, OSError, yaml.YAMLError) as e:  # a traceback until 0.10.6
-        where = kubeconfig or "the default kubeconfig (~/.kube/config or $KUBECONFIG)"
-        # a YAML error may quote the offending line (a token): only its position is kept
-        why = " ".join(ln.strip() for ln in str(e).splitlines()
-                       if ln.strip() and not ln.startswith("    "))
+        check_unique_names(clusters)
+        # loaded here, once, and handed to the collector: a bad context (missing user, bad
+        # base64 key data) is this error, not a traceback from inside the collector
+        configurations = {}
+        for cl in clusters:
+            where = ("the in-cluster service account" if cl.in_cluster
+                     else f"{kc_name}, context {cl.context!r}" if cl.context else kc_name)
+            configurations[cl.name] = cl.configuration()
+    # a traceback until 0.10.6, and until 0.10.8 for a mistyped --context, two contexts of one
+    # cluster name, bad base64 key data (ValueError), a file that is not a mapping or an entry
+    # of the wrong type (TypeError, AttributeError)
+    except (ConfigException, OSError, yaml.YAMLError, ValueError, TypeError,
+            AttributeError) as e:
+        if isinstance(e, binascii.Error):
+            why = f"certificate or key data is not valid base64 ({e})"
+        elif isinstance(e, (TypeError, AttributeError)):
+            why = ("not a kubeconfig, or an entry of the wrong type (a YAML mapping with lists "
+                   f"of clusters, contexts and users is expected; {type(e).__name__}: {e})")
+        else:
+            # a YAML error may quote the offending line (a token): only its position is kept
+            why = " ".join(ln.strip() for ln in str(e).splitlines()
+                           if ln.strip() and not ln.startswith("    "))
         _fail(f"{where}: {why}")
     if once:
-        c = collect_once(landing, clusters)
+        c = collect_once(landing, clusters, configurations=configurations)
         if failed := c.failed_lists():  # exit 0 with nothing landed until 0.10.6
             console.print(c.snapshot()["totals"])
             _fail(f"{len(failed)} list(s) failed: {', '.join(failed)} (the errors above say why); "
@@ -457,7 +477,8 @@ def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing are
         try:
             c = k8s_collect(landing, clusters, stop_event=stop, run_seconds=run_seconds,
                             on_progress=lambda snap: err.print(
-                                f"[dim]{escape(str(snap['totals']))}[/dim]"))
+                                f"[dim]{escape(str(snap['totals']))}[/dim]"),
+                            configurations=configurations)
         except KeyboardInterrupt:
             stop.set()
             return

@@ -10,13 +10,14 @@ Public API (shaped like a dlt verified source: entry points here, list/watch cod
 
     collect(landing_dir, clusters, resources=DEFAULT_RESOURCES, stop_event=None,
             max_events=None, *, run_seconds=None, options=None, counters=None,
-            on_progress=None) -> Counters
+            on_progress=None, configurations=None) -> Counters
     collect_once(landing_dir, clusters, resources=DEFAULT_RESOURCES, *, options=None,
-                 counters=None, save_state=False) -> Counters
+                 counters=None, save_state=False, configurations=None) -> Counters
     ClusterConfig(name=None, kubeconfig=None, context=None, in_cluster=False)
     ClusterConfig.from_kubeconfig(kubeconfig=None, contexts=None | "all" | [names])
     ClusterConfig.in_cluster_config(name=None)
     default_clusters(kubeconfig=None, contexts=None) -> list[ClusterConfig]
+    check_unique_names(clusters)   # ValueError if two clusters clean to one name
     CollectorOptions(...)   # tunables, defaults in settings.py
 """
 
@@ -24,9 +25,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from .clusters import ClusterConfig, CollectorOptions, safe_cluster_name
+from kubernetes import client as k8s_client
+
+from .clusters import ClusterConfig, CollectorOptions, check_unique_names, safe_cluster_name
 from .runner import COUNTER_KEYS, Counters, run
 from .settings import DEFAULT_RESOURCES, RESOURCES
 
@@ -42,6 +45,7 @@ def collect(
     options: CollectorOptions | None = None,
     counters: Counters | None = None,
     on_progress: Callable[[dict], None] | None = None,
+    configurations: Mapping[str, k8s_client.Configuration] | None = None,
 ) -> Counters:
     """List, then watch every resource of every cluster, landing each object version once.
 
@@ -52,7 +56,9 @@ def collect(
     ``Counters.snapshot()`` every ``options.progress_interval_seconds`` and once at the end.
     On restart it resumes each watch from ``<landing>/k8s/state/<cluster>.json`` (relisting
     if that resourceVersion is too old). Optional APIs (events.k8s.io, KEDA CRDs) answering
-    404 are re-probed every ``options.absent_recheck_seconds``.
+    404 are re-probed every ``options.absent_recheck_seconds``. ``configurations`` (by
+    cluster name, from ``ClusterConfig.configuration()``) are used instead of loading them
+    again, so a caller that loaded them to report a broken kubeconfig does not load twice.
     """
     return run(
         landing_dir,
@@ -66,6 +72,7 @@ def collect(
         on_progress=on_progress,
         once=False,
         save_state=True,
+        configurations=configurations,
     )
 
 
@@ -77,6 +84,7 @@ def collect_once(
     options: CollectorOptions | None = None,
     counters: Counters | None = None,
     save_state: bool = False,
+    configurations: Mapping[str, k8s_client.Configuration] | None = None,
 ) -> Counters:
     """List every resource of every cluster once and land the items as ``ADDED`` rows.
 
@@ -84,7 +92,9 @@ def collect_once(
     collector starts. Versions already landed by a recent run (found in the tails of the
     newest landing files) are skipped. By default the watch state is not touched (a running
     collector owns it); ``save_state=True`` records each list's resourceVersion so that a
-    collector started afterwards watches from there.
+    collector started afterwards watches from there. ``configurations``: as for
+    :func:`collect`. A list that gives up, or whose rows cannot be landed (disk full), is
+    named by ``Counters.failed_lists()``.
     """
     return run(
         landing_dir,
@@ -98,6 +108,7 @@ def collect_once(
         on_progress=None,
         once=True,
         save_state=save_state,
+        configurations=configurations,
     )
 
 
@@ -119,6 +130,7 @@ __all__ = [
     "ClusterConfig",
     "CollectorOptions",
     "Counters",
+    "check_unique_names",
     "collect",
     "collect_once",
     "default_clusters",

@@ -74,10 +74,10 @@ class ClusterConfig:
             names = [c["name"] for c in available]
         else:
             names = [contexts] if isinstance(contexts, str) else list(contexts)
-            known = {c["name"] for c in available}
+            known = [c["name"] for c in available]
             missing = [n for n in names if n not in known]
             if missing:
-                raise ValueError(f"contexts not in kubeconfig: {missing}")
+                raise ValueError(f"contexts not in kubeconfig: {missing} (it has {known})")
         return [cls(kubeconfig=kubeconfig, context=n) for n in names]
 
     @classmethod
@@ -104,6 +104,26 @@ class ClusterConfig:
         self, configuration: k8s_client.Configuration | None = None
     ) -> k8s_client.ApiClient:
         return k8s_client.ApiClient(configuration or self.configuration())
+
+
+def check_unique_names(clusters: Sequence[ClusterConfig]) -> None:
+    """Two clusters of one name would share a state file and a ``cluster=`` partition (and
+    their rows could not be told apart): contexts that differ only in characters the path-safe
+    name replaces (``a:b``, ``a/b``) must be renamed or collected into separate landing areas."""
+    seen: dict[str, ClusterConfig] = {}
+    for cluster in clusters:
+        assert cluster.name is not None  # set by __post_init__
+        first = seen.setdefault(cluster.name, cluster)
+        if first is not cluster:
+            a, b = _origin(first), _origin(cluster)
+            clash = f"{a} is given twice" if a == b else f"{a} and {b} both become"
+            raise ValueError(f"cluster names must be unique: {clash} cluster {cluster.name!r}")
+
+
+def _origin(cluster: ClusterConfig) -> str:
+    if cluster.in_cluster:
+        return "the in-cluster service account"
+    return f"context {cluster.context!r}" if cluster.context else f"cluster {cluster.name!r}"
 
 
 @dataclass(frozen=True)

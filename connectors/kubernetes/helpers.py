@@ -11,7 +11,8 @@ which everything has been delivered) values:
   line by this module rather than through ``kubernetes.watch.Watch`` (which deserialises every
   event into typed models, and with ``deserialize=False`` fails on ERROR events);
 * every call carries ``_request_timeout=(connect, read)`` so a dead connection cannot hang;
-* network errors reconnect with capped, jittered exponential backoff.
+* network errors reconnect with capped, jittered exponential backoff, and so does a watch the
+  server ends at once with no events (as client-go's reflector does), rather than spinning.
 
 Deduplication and landing are the consumer's job (see ``runner.py``).
 """
@@ -22,6 +23,7 @@ import http.client
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +79,12 @@ def _too_large(code: object, text: str | None) -> bool:
 
 class StreamError(Exception):
     """A non-410 ERROR event inside a watch stream."""
+
+
+class ShortWatch(Exception):
+    """The server ended a watch at once without sending anything (an apiserver shutting
+    down, a proxy, a broken aggregated API). Like client-go's reflector ("very short watch"),
+    this is an error that backs off: re-watching at once would spin."""
 
 
 def loads(data: bytes) -> Any:
@@ -243,6 +251,7 @@ class ListWatch:
     def _watch(self) -> Iterator[Item | Checkpoint]:
         base = self.options.watch_timeout_seconds
         timeout = max(1, round(base * self._rng.uniform(0.9, 1.1)))
+        started, received = time.monotonic(), 0
         resp = self._call(
             timeout + self.options.watch_read_margin_seconds,
             watch=True,
@@ -252,6 +261,7 @@ class ListWatch:
         )
         try:
             for line in iter_lines(resp):
+                received += 1
                 event = loads(line)
                 etype = event.get("type")
                 obj = event.get("object") or {}
@@ -278,6 +288,12 @@ class ListWatch:
                     return
         finally:
             self._release(resp)
+        lasted = time.monotonic() - started
+        # at most half the timeout, so that a watch ended by its own (tiny) timeoutSeconds is
+        # never "short"; a watch cut by abort() on shutdown is not either
+        short = min(settings.SHORT_WATCH_SECONDS, timeout / 2)
+        if not received and lasted < short and not self.stop.is_set():
+            raise ShortWatch(f"watch ended after {lasted:.3f}s with no events")
         self._backoff.reset()  # server ended the watch normally (timeoutSeconds)
         yield Checkpoint(self.resource_version, "watch-end")
 
@@ -320,6 +336,9 @@ class ListWatch:
             except StreamError as exc:
                 self._stat("errors")
                 self._pause("error event in watch stream", exc)
+            except ShortWatch as exc:
+                self._stat("errors")
+                self._pause("server closed the watch at once", exc)
             except NETWORK_ERRORS as exc:
                 if self.stop.is_set():
                     return
@@ -362,5 +381,6 @@ __all__ = [
     "Gone",
     "Item",
     "ListWatch",
+    "ShortWatch",
     "TruncatedStream",
 ]

@@ -13,8 +13,12 @@ One line per object version::
 Files keep their final ``.jsonl`` name while being written. Every line is written with a
 single ``write(2)`` on an unbuffered ``O_APPEND`` descriptor, so a concurrent reader sees
 only complete lines, except possibly one trailing partial line (which the daily reader
-ignores). A file is created with ``O_EXCL`` and never reopened, so a restarted collector
-(same pid, e.g. pid 1 in a container) never appends to a file a crashed one left behind.
+quarantines as a "truncated last line" until the file, complete, is landed again; the daily
+flow's ``settle_seconds`` leaves files still being written for a later run). A write that
+fails part-way (disk full) is cut off again before the row is retried, so a retried row never
+lands glued to the fragment. A file is created with ``O_EXCL`` and never reopened, so a
+restarted collector (same pid, e.g. pid 1 in a container) never appends to a file a crashed
+one left behind.
 """
 
 from __future__ import annotations
@@ -129,11 +133,36 @@ class LandingWriter:
             self._open(hour)
         assert self._fd is not None
         view = memoryview(line)
-        while view:  # one write(2) in practice; loop only on a short write
-            view = view[os.write(self._fd, view) :]
+        try:
+            while view:  # one write(2) in practice; loop only on a short write
+                view = view[os.write(self._fd, view) :]
+        except BaseException:
+            self._drop_partial_row()  # part of the row may be in the file (disk full mid-row)
+            raise
         self._size += len(line)
         self._dirty = True
         return len(line)
+
+    def _drop_partial_row(self) -> None:
+        """Cut the file back to its last complete line after a write that failed part-way.
+
+        The caller retries the row (the collector replays from its saved state); appended to
+        the fragment it would make one garbled line that the daily reader quarantines, and
+        that version would be lost. If the file cannot be cut, it is given up instead: the
+        fragment stays as its trailing partial line (the reader reports a truncated last line;
+        the row itself lands whole with the retry) and the next row opens a new file."""
+        assert self._fd is not None
+        try:
+            os.ftruncate(self._fd, self._size)
+        except OSError as exc:
+            log.warning("%s: cannot cut a partial row (%s); starting a new file", self.path, exc)
+            fd, self._fd = self._fd, None
+            try:
+                if self._dirty and self.fsync:  # the next state save only syncs the new file
+                    os.fsync(fd)
+                self._dirty = False
+            finally:
+                os.close(fd)
 
     def _open(self, hour: str) -> None:
         self.close()

@@ -12,12 +12,12 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from kubernetes import client as k8s_client
 
 from . import settings
-from .clusters import ClusterConfig, CollectorOptions
+from .clusters import ClusterConfig, CollectorOptions, check_unique_names
 from .helpers import Backoff, Checkpoint, Item, ListWatch
 from .landing import (
     Clock,
@@ -39,10 +39,12 @@ COUNTER_KEYS = (
     "relists",  # lists forced by a 410 (expired continue, too old resourceVersion)
     "reconnects",  # network errors (connection refused/reset, timeouts, truncated streams)
     "bookmarks",
-    "errors",  # API errors other than 404/410, ERROR events, unexpected exceptions
+    "errors",  # API errors other than 404/410, ERROR events, watches closed at once with
+    # nothing sent, unexpected exceptions
     "not_served",  # 404 on an optional API (events.k8s.io, KEDA CRDs)
     "state_saves",
-    "lists_failed",  # lists given up after their retries (`recon collect --once` exits 1)
+    "lists_failed",  # lists given up after their retries, or landing them failed (once mode:
+    # `recon collect --once` exits 1)
 )
 
 
@@ -68,7 +70,8 @@ class Counters:
             )
 
     def failed_lists(self) -> list[str]:
-        """`cluster/resource` of every list given up after its retries (`lists_failed`)."""
+        """`cluster/resource` of every list given up after its retries, or whose rows could not
+        be landed in once mode (`lists_failed`)."""
         with self._lock:
             return sorted(f"{c}/{r}" for (c, r), values in self._values.items()
                           if values["lists_failed"])
@@ -136,6 +139,7 @@ class _Worker:
             clock=clock,
         )
         self._listwatch: ListWatch | None = None
+        self._saved_rv: str | None = None  # what the state file holds for this resource
         self.thread = threading.Thread(
             target=self._main, name=f"k8s-{cluster}-{spec.name}", daemon=True
         )
@@ -169,9 +173,13 @@ class _Worker:
                     return
                 except Exception:
                     self.stat("errors")
-                    log.exception("%s: collector loop failed", label)
                     if self.once:
+                        # no retry in once mode: the list is incomplete (e.g. the disk filled up
+                        # while landing it), so it must fail the run like a list that gave up
+                        self.stat("lists_failed")
+                        log.exception("%s: list failed; giving up", label)
                         return
+                    log.exception("%s: collector loop failed", label)
                     self.stop.wait(backoff.next_delay())
         finally:
             try:
@@ -181,7 +189,8 @@ class _Worker:
 
     def _run(self, label: str) -> None:
         api_client = k8s_client.ApiClient(self.configuration)
-        start_rv = None if self.once else self.state.get(self.spec.name)
+        self._saved_rv = self.state.get(self.spec.name)
+        start_rv = None if self.once else self._saved_rv
         if start_rv:
             log.info("%s: resuming watch from saved resourceVersion %s", label, start_rv)
         listwatch = ListWatch(
@@ -234,8 +243,11 @@ class _Worker:
 
     def _save(self, resource_version: str | None) -> None:
         self.writer.sync()
-        if self.save_state and resource_version:
+        # a watch that ends with nothing new (a quiet cluster, a server closing watches at
+        # once) would otherwise rewrite and fsync the same state on every re-watch
+        if self.save_state and resource_version and resource_version != self._saved_rv:
             self.state.save(self.spec.name, resource_version)
+            self._saved_rv = resource_version
             self.stat("state_saves")
 
 
@@ -253,16 +265,20 @@ def run(
     once: bool,
     save_state: bool,
     clock: Clock = utcnow,
+    configurations: Mapping[str, k8s_client.Configuration] | None = None,
 ) -> Counters:
     unknown = [r for r in resources if r not in settings.RESOURCES]
     if unknown:
         raise ValueError(f"unknown resources {unknown}; known: {list(settings.RESOURCES)}")
     if not clusters:
         raise ValueError("no cluster given")
-    names = [c.name for c in clusters]
-    if len(set(names)) != len(names):
-        raise ValueError(f"cluster names must be unique: {names}")
-    configurations = {c.name: c.configuration() for c in clusters}  # fail fast on bad config
+    check_unique_names(clusters)
+    given = configurations or {}
+    # fail fast on a bad config; loaded once (a CLI passes what it already loaded to report a
+    # broken kubeconfig cleanly: loading again would run exec plugins / token refreshes twice)
+    configurations = {
+        c.name: given[c.name] if c.name in given else c.configuration() for c in clusters
+    }
     stop = threading.Event()
     external = stop_event or threading.Event()
     budget = _Budget(max_events) if max_events is not None else None

@@ -35,6 +35,7 @@ DEFAULT_ABSENT_RECHECK_SECONDS = 600.0  # re-probe an API that answered 404 (CRD
 DEFAULT_PROGRESS_INTERVAL_SECONDS = 30.0
 DEFAULT_SEED_BYTES = 8 * 1024 * 1024  # tail of earlier landing files read to seed the dedupe LRU
 MAX_WATCH_LINE_BYTES = 256 * 1024 * 1024  # a watch line longer than this is a broken stream
+SHORT_WATCH_SECONDS = 1.0  # a watch ended sooner with no events backs off (client-go's rule)
 IN_CLUSTER_NAME_ENV = "RECON_CLUSTER_NAME"  # cluster name when running in-cluster
 DEFAULT_IN_CLUSTER_NAME = "in-cluster"
 

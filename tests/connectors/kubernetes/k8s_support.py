@@ -3,7 +3,9 @@ the landing area (which ignore a trailing partial line, like the daily reader)."
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +38,46 @@ FAST = CollectorOptions(
     absent_recheck_seconds=0.5,
     progress_interval_seconds=0.2,
 )
+
+
+class DiskFullOS:
+    """Stands in for ``os`` in ``connectors.kubernetes.landing``: once ``armed``, the disk fills
+    up inside the next row, as write(2) does it: a short write of half the row, then ENOSPC
+    for the rest; space is back right after. ``truncate_fails`` makes cutting the fragment
+    off fail too."""
+
+    def __init__(self, truncate_fails: bool = False) -> None:
+        self.armed, self.truncate_fails, self._full = False, truncate_fails, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    def write(self, fd: int, data: bytes | memoryview) -> int:
+        if self._full:
+            self._full = False
+            raise OSError(errno.ENOSPC, "No space left on device")
+        if not self.armed:
+            return os.write(fd, data)
+        self.armed, self._full = False, True
+        return os.write(fd, bytes(data[: len(data) // 2]))
+
+    def ftruncate(self, fd: int, size: int) -> None:
+        if self.truncate_fails:
+            raise OSError(errno.EIO, "Input/output error")
+        os.ftruncate(fd, size)
+
+
+def daily_reader_keys(landing: Path) -> tuple[set[tuple[str, str]], list[str]]:
+    """(uid, resourceVersion) of the rows the daily reader loads from the landing area, and
+    the reasons of the lines it quarantines."""
+    from recon.ingest.reader import read_file
+
+    found, bad = set(), []
+    for path in sorted((landing / "k8s").rglob("*.jsonl")):
+        result = read_file(path, str(path))
+        found |= {(r["uid"], r["resource_version"]) for r in result.rows["k8s_objects"]}
+        bad += [b["reason"] for b in result.bad]
+    return found, bad
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:

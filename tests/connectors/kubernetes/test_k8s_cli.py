@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import errno
+import json
+
+import pytest
 from k8s_support import read_rows
 from typer.testing import CliRunner
 
+from connectors.kubernetes import landing as landing_mod
 from recon.cli import app
 
 
@@ -63,3 +69,71 @@ def test_collect_with_a_broken_kubeconfig_is_a_clear_error(tmp_path):
     assert r.exit_code == 2, r.output
     assert f'error: {kc}: while parsing a flow mapping in "{kc}", line 5' in r.output
     assert "planted-secret-token" not in r.output and "Traceback" not in r.output
+
+
+def test_collect_once_fails_when_rows_cannot_be_landed(fake, tmp_path, monkeypatch):
+    """Until 0.10.8 a worker's exception in once mode (disk full, read-only volume) counted
+    only `errors`: `recon collect --once` (and the flow's task) passed with pods half landed."""
+    for i in range(6):
+        fake.create("pods", {"metadata": {"name": f"p{i}", "namespace": "ml"}, "spec": {}})
+    fake.create("nodes", {"metadata": {"name": "n1"}, "spec": {}, "status": {}})
+    real = landing_mod.LandingWriter.write
+
+    def write(self, event_type, obj):
+        if self.resource == "pods" and obj["metadata"]["name"] >= "p3":  # the volume is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, event_type, obj)
+
+    monkeypatch.setattr(landing_mod.LandingWriter, "write", write)
+    kc = fake.write_kubeconfig(tmp_path / "kc", "dev")
+    landing = tmp_path / "landing"
+    r = CliRunner().invoke(app, ["collect", "--landing", str(landing), "--kubeconfig", str(kc),
+                                 "--context", "dev", "--once"])
+    assert r.exit_code == 1, r.output
+    assert "1 list(s) failed: dev/pods" in r.output
+    assert [p["object"]["metadata"]["name"] for p in read_rows(landing, "pods")] == \
+        ["p0", "p1", "p2"]
+    assert [n["object"]["metadata"]["name"] for n in read_rows(landing, "nodes")] == ["n1"]
+
+
+SECRET = "planted-secret-token-9f8e7d"
+KEY_DATA = base64.b64encode(f"-----BEGIN PRIVATE KEY-----\n{SECRET}\n".encode()).decode()
+
+
+def _kubeconfig(**change) -> str:
+    cfg = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+           "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
+           "users": [{"name": "u", "user": {"token": SECRET}}],
+           "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+    return json.dumps({**cfg, **change})
+
+
+@pytest.mark.parametrize("text,extra,message", [
+    (_kubeconfig(), ["--context", "nosuch"],
+     ": contexts not in kubeconfig: ['nosuch'] (it has ['c'])"),
+    (_kubeconfig(users=[{"name": "u", "user": {"client-certificate-data": KEY_DATA[:-3],
+                                               "client-key-data": KEY_DATA[:-3]}}]), [],
+     ", context 'c': certificate or key data is not valid base64 ("),
+    (f"{SECRET}\n", [], ": not a kubeconfig, or an entry of the wrong type"),
+    (f"- token: {SECRET}\n", [], ": not a kubeconfig, or an entry of the wrong type"),
+    (_kubeconfig(contexts=[{"name": "c", "context": SECRET}]), [],
+     ": not a kubeconfig, or an entry of the wrong type"),
+    (_kubeconfig(contexts=[{"name": n, "context": {"cluster": "k", "user": "u"}}
+                           for n in ("gpu:eu", "gpu/eu")], **{"current-context": "gpu:eu"}),
+     ["--context", "all"],
+     (": cluster names must be unique: context 'gpu:eu' and context 'gpu/eu' both become "
+      "cluster 'gpu_eu'")),
+], ids=["unknown-context", "bad-base64-key", "not-a-mapping", "a-list", "context-not-a-mapping",
+        "two-contexts-one-name"])
+def test_common_kubeconfig_mistakes_are_a_clear_error(tmp_path, text, extra, message):
+    """Until 0.10.8 these ended in a traceback (exit 1): the configurations were only loaded
+    inside the collector, and ValueError/TypeError were not caught."""
+    kc = tmp_path / "kc"
+    kc.write_text(text)
+    r = CliRunner().invoke(app, ["collect", "--landing", str(tmp_path / "l"), "--kubeconfig",
+                                 str(kc), "--once", *extra], terminal_width=300)
+    output = " ".join(r.output.split())  # rich may wrap a long message
+    assert r.exit_code == 2, (r.output, r.exception)
+    assert f"error: {kc}{message}" in output
+    assert SECRET not in output and KEY_DATA[:20] not in output and "Traceback" not in output
+    assert not (tmp_path / "l").exists()

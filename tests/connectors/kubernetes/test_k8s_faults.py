@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 import time
+import types
 from dataclasses import replace
 
+from connectors.kubernetes import ClusterConfig, collect
+from connectors.kubernetes import landing as landing_mod
 from tests.connectors.kubernetes.k8s_support import (
     FAST,
+    DiskFullOS,
     RunningCollector,
     assert_exactly_once,
+    daily_reader_keys,
     landed_matches,
     read_rows,
     wait_for,
@@ -191,3 +196,73 @@ def test_saved_version_ahead_of_the_server_relists(fake, landing, cluster):
     assert json.loads(state.read_text())["resources"]["pods"]["resourceVersion"] == str(
         fake.resource_version
     )
+
+
+def test_disk_full_inside_a_row_loses_no_version(fake, landing, cluster, monkeypatch):
+    """Until 0.10.8 the replayed row was appended to the fragment of the failed write: the
+    daily reader quarantined the glued line and the state moved past it (a version lost)."""
+    _pods(fake, 1)
+    disk = DiskFullOS()
+    monkeypatch.setattr(landing_mod, "os", disk)
+    with RunningCollector(landing, [cluster], ["pods"]) as run:
+        wait_watching(fake, {"pods": 1}, run)
+        wait_for(lambda: landed_matches(landing, fake, "pods"))
+        disk.armed = True
+        fake.pod_step("p0", "scheduled")  # the disk fills up inside this row
+        fake.pod_step("p0", "running")
+        wait_for(lambda: run.counters.get("errors") >= 1, what="the failed write")
+        wait_for(lambda: daily_reader_keys(landing)[0] == fake.versions("pods"),
+                 what="the replayed versions, readable")
+        wait_for(lambda: int(landing_mod.StateStore(landing, "c1").get("pods") or 0)
+                 == fake.resource_version, what="state saved past the failure")
+    assert daily_reader_keys(landing) == (fake.versions("pods"), [])
+    assert_exactly_once(landing, fake, "pods")
+
+
+def _close_watches_at_once(fake):
+    """Every watch: 200, chunked, no event, a clean end (an apiserver shutting down, a proxy)."""
+
+    def watch(self, h, rdef, namespace, query):
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        h.wfile.write(b"0\r\n\r\n")
+
+    fake._watch = types.MethodType(watch, fake)
+
+
+def test_watches_closed_at_once_back_off(fake, tmp_path):
+    """Until 0.10.8 the collector re-watched at once, hundreds of times a second, saving its
+    state file each time (client-go backs off a watch that lasted < 1 s with no events)."""
+    _pods(fake, 1)
+    _close_watches_at_once(fake)
+    cluster = ClusterConfig(kubeconfig=str(fake.write_kubeconfig(tmp_path / "kc", "c1")),
+                            context="c1")
+    options = replace(FAST, backoff_base_seconds=0.2, backoff_cap_seconds=1.0)
+    started = time.monotonic()
+    counters = collect(tmp_path / "landing", [cluster], ["pods"], run_seconds=2.0,
+                       options=options)
+    assert time.monotonic() - started < 5
+    watches = [q for _, q, _ in fake.requests if q.get("watch") == "true"]
+    assert 2 <= len(watches) <= 8, f"{len(watches)} watches in 2 s"  # pauses 0.1-0.2, 0.2-0.4..
+    assert counters.get("errors") >= len(watches) - 1  # the last one may be cut by the stop
+    assert counters.get("state_saves") == 1  # the list's; an empty watch changes nothing
+    assert counters.get("written") == 1
+
+
+def test_quiet_watches_do_not_rewrite_the_state(fake, landing, cluster):
+    """Bookmarks and watch ends that carry no new resourceVersion saved (and fsynced) the same
+    state again until 0.10.8."""
+    _pods(fake, 1)
+    options = replace(FAST, watch_timeout_seconds=1, watch_read_margin_seconds=0.5)
+    with RunningCollector(landing, [cluster], ["pods"], options) as run:
+        wait_watching(fake, {"pods": 1}, run)
+        wait_for(lambda: run.counters.get("bookmarks") >= 3
+                 and sum(1 for _, q, _ in fake.requests if q.get("watch")) >= 2,
+                 what="bookmarks and a renewed watch")
+        assert run.counters.get("state_saves") == 1  # the list's
+        fake.pod_step("p0", "scheduled")
+        wait_for(lambda: run.counters.get("state_saves") == 2, what="the new version saved")
+    assert run.counters.get("errors") == 0
+    assert_exactly_once(landing, fake, "pods")

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from connectors.kubernetes import landing as landing_mod
 from connectors.kubernetes.helpers import Backoff, TruncatedStream, iter_lines
 from connectors.kubernetes.landing import (
     DedupeLRU,
@@ -19,6 +20,7 @@ from connectors.kubernetes.landing import (
     seed_from_landing,
     version_key,
 )
+from tests.connectors.kubernetes.k8s_support import DiskFullOS, daily_reader_keys
 
 
 def pod(uid: str, rv: int, pad: int = 0) -> dict:
@@ -98,6 +100,32 @@ def test_never_appends_to_an_existing_file(tmp_path):
     assert crashed.read_bytes().endswith(b'{"type":"MOD')
     assert writer.path == hour_dir / f"pods-{os.getpid()}-1.jsonl"
     assert json.loads(writer.path.read_text())["object"]["metadata"]["uid"] == "u2"
+
+
+@pytest.mark.parametrize("truncate_fails", [False, True], ids=["cut-back", "new-file"])
+def test_a_row_cut_short_by_a_full_disk_is_not_glued_to_its_retry(
+    tmp_path, monkeypatch, truncate_fails
+):
+    """Until 0.10.8 the fragment stayed in the open file and the retried row was appended to
+    it: one garbled line, quarantined by the daily reader, and that version lost."""
+    disk = DiskFullOS(truncate_fails)
+    monkeypatch.setattr(landing_mod, "os", disk)
+    writer = LandingWriter(tmp_path, "c1", "pods", fsync=False)
+    writer.write("ADDED", pod("u", 1))
+    disk.armed = True
+    with pytest.raises(OSError, match="No space left"):
+        writer.write("MODIFIED", pod("u", 2, pad=200))
+    writer.write("MODIFIED", pod("u", 2, pad=200))  # the retry, once space is back
+    writer.write("MODIFIED", pod("u", 3))
+    writer.close()
+    files = sorted(tmp_path.rglob("*.jsonl"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+    assert files[-1].read_bytes().endswith(b"\n")
+    found, bad = daily_reader_keys(tmp_path)
+    assert found == {("u", "1"), ("u", "2"), ("u", "3")}
+    if truncate_fails:  # the fragment ends a file given up; the retry starts a new one
+        assert len(files) == 2 and bad == ["truncated last line (file still being written?)"]
+    else:  # cut back: one file of whole lines
+        assert len(files) == 1 and bad == []
 
 
 def test_state_is_saved_atomically_and_reloaded(tmp_path):
