@@ -335,9 +335,10 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
     first = day - timedelta(days=trailing_days - 1) if pull_provider else day
     if pull_provider:
         limited(pull_provider_window, limits)(landing_dir, first, day)
+    window = {} if first == day else {"last_day": day}  # one day: the calls as before
     load = limited(build_marts, limits)(landing_dir, db, first, config, settle_seconds,
-                                        last_day=day, prefetch_gate=validation)
-    checked = (limited(validate_marts, limits)(db, first, day) if validation
+                                        prefetch_gate=validation, **window)
+    checked = (limited(validate_marts, limits)(db, first, *window.values()) if validation
                else {"skipped": "validation=false"})
     out = None
     for d in (first + timedelta(days=i) for i in range((day - first).days + 1)):
