@@ -23,6 +23,7 @@ try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.dail
     from flows.common import (
         RUNPOD_TAG,
         WAREHOUSE_TAG,
+        days_between,
         limited,
         local_api_defaults,
         logger,
@@ -35,6 +36,7 @@ except ImportError:  # pragma: no cover - the project is not installed
     from common import (  # type: ignore
         RUNPOD_TAG,
         WAREHOUSE_TAG,
+        days_between,
         limited,
         local_api_defaults,
         logger,
@@ -335,13 +337,12 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
     first = day - timedelta(days=trailing_days - 1) if pull_provider else day
     if pull_provider:
         limited(pull_provider_window, limits)(landing_dir, first, day)
-    window = {} if first == day else {"last_day": day}  # one day: the calls as before
     load = limited(build_marts, limits)(landing_dir, db, first, config, settle_seconds,
-                                        prefetch_gate=validation, **window)
-    checked = (limited(validate_marts, limits)(db, first, *window.values()) if validation
+                                        last_day=day, prefetch_gate=validation)
+    checked = (limited(validate_marts, limits)(db, first, day) if validation
                else {"skipped": "validation=false"})
     out = None
-    for d in (first + timedelta(days=i) for i in range((day - first).days + 1)):
+    for d in days_between(first, day):
         if exports_dir:
             limited(export_finance, limits)(db, d, exports_dir)
         out = publish_summary(db, d, load, checked)  # `day` last: its artifacts are the latest

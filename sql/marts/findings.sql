@@ -44,8 +44,7 @@ after_exit as (
             || (t.cooldown_s + t.grace_s + t.tolerance_s) || ' s (KEDA cooldownPeriod ' || t.cooldown_s
             || ' s + scale_down_grace_seconds ' || t.grace_s || ' s + tail_tolerance_seconds ' || t.tolerance_s || ' s): '
             -- the finding's seconds, said in words (the table's seconds were not the message's)
-            || ((epoch_ms(s.end_at) - epoch_ms(s.last_finished_at) - (t.cooldown_s + t.grace_s + t.tolerance_s) * 1000) // 1000)
-            || ' s billed beyond it.'
+            || (ms // 1000) || ' s billed beyond it.'
             as message
     from intermediate.int_resource__session_context s
     cross join settings t

@@ -210,7 +210,7 @@ def test_the_build_prefetches_gx_when_a_gate_follows(tmp_path, monkeypatch, vali
     monkeypatch.setattr(recon.validate, "prefetch_gx", lambda: prefetched.append(True))
     monkeypatch.setattr(D, "tags_with_limits", lambda: frozenset())
     monkeypatch.setattr(D, "limited", lambda task, limits: getattr(task, "fn", task))  # no task runs
-    monkeypatch.setattr(D, "validate_marts", lambda db, day: {"skipped": "test"})
+    monkeypatch.setattr(D, "validate_marts", lambda db, day, last_day: {"skipped": "test"})
     monkeypatch.setattr(D, "publish_summary", lambda db, day, load, checked: load)
     out = D.reconcile_day(date(2026, 6, 1), str(tmp_path / "in"), str(tmp_path / "db.duckdb"),
                           validation=validation)
