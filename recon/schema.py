@@ -47,7 +47,8 @@ MARTS: dict[str, dict] = {
             "serverless_idle_seconds": "Billed worker seconds that were neither cold start nor execution nor rounding",
             "billed_amount": "What the provider billed for the resource that day (USD, compute + storage)",
             "expected_amount": "Billed seconds × contracted rate, plus storage (USD); NULL when nothing was billed",
-            "seconds_derived": "True when billed seconds were derived from the amount ÷ rate (v2 bills carry USD only)",
+            "seconds_derived": "True when billed seconds were derived from the amount ÷ rate (v2 bills carry USD only), "
+                               "or lingering storage seconds from a disk amount and the disk rates (the hour compute stopped or started in)",
             "rate_missing": "True when a bill line's rate is unknown (see RATE_MISSING findings)",
             "bill_state": "Finality of the day's v2 bill: `settled`, `provisional` (pulled within settlement_lag_hours of the bucket's end) or `restated` (a later pull changed it); NULL for saved v1/FOCUS files and unbilled days",
         },

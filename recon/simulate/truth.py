@@ -11,8 +11,10 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from .emit_runpod import existence_end
-from .world import COOLDOWN, World
+from .emit_runpod import existence_end, instance_hours, per_gb_second
+from .world import (
+    COOLDOWN, SAMPLE_DISK_RUNNING_GB_MONTH, SAMPLE_VOLUME_STOPPED_GB_MONTH, Instance, World,
+)
 
 CATS = ("unobserved", "busy", "startup", "tail", "idle_gap")
 
@@ -104,6 +106,8 @@ def ground_truth(world: World, thresholds: dict) -> dict:
                     r["categories"]["storage_lingering"] = exists - comp
                 if comp:
                     row(inst.pod_id, "instance", _day(d0))["categories"]["storage_running"] = comp
+        if inst.billed:
+            _amounts(inst, world, rows)
         for (rid, day), r in list(rows.items()):
             if rid != inst.pod_id:
                 continue
@@ -161,6 +165,25 @@ def ground_truth(world: World, thresholds: dict) -> dict:
         "resource_days": sorted(rows.values(), key=lambda r: (r["resource_id"], r["day"])),
         "findings": [dict(code=c, resource_id=r, day=d) for c, r, d in sorted(findings)],
     }
+
+
+def _amounts(inst: Instance, world: World, rows: dict) -> None:
+    """USD per category of each of the pod's days: compute seconds at its rate; disk by the hour,
+    the running rate on volume + container disk for its compute seconds and the stopped rate on
+    the volume for the rest of its existence (as emit_runpod bills it)."""
+    per_s = inst.cost_per_hour / 3600
+    mine = [r for (rid, _), r in rows.items() if rid == inst.pod_id]
+    for r in mine:
+        r["amounts"] = {c: per_s * s for c, s in r["categories"].items() if c in CATS}
+    run = per_gb_second(SAMPLE_DISK_RUNNING_GB_MONTH) * (inst.volume_gb + inst.container_gb)
+    stop = per_gb_second(SAMPLE_VOLUME_STOPPED_GB_MONTH) * inst.volume_gb
+    for h, c, stopped, _, _ in instance_hours(inst, world):
+        r = rows.get((inst.pod_id, _day(h)))
+        for cat, usd in (("storage_running", run * c), ("storage_lingering", stop * stopped)):
+            if r is not None and usd and cat in r["categories"]:
+                r["amounts"][cat] = r["amounts"].get(cat, 0) + usd
+    for r in mine:
+        r["amounts"] = {c: str(v) for c, v in r["amounts"].items()}  # exact, for the JSON
 
 
 def _s(day: str) -> int:

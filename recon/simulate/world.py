@@ -1,9 +1,10 @@
 """The simulated world: what really happened, second by second.
 
 Instances are Runpod pods serving as Kubernetes GPU nodes (KEDA ScaledJob batch work on them),
-plus a forgotten pod, an unmapped dev pod, a network volume nobody uses, and Runpod Serverless
-endpoints. Everything here is ground truth; `emit_*` turn it into the files real systems write,
-and `truth` derives the numbers the reconciliation must find.
+plus a forgotten pod, an unmapped dev pod, short-lived pods only a saved v1 bill knows, a
+network volume nobody uses, and Runpod Serverless endpoints. Everything here is ground truth;
+`emit_*` turn it into the files real systems write, and `truth` derives the numbers the
+reconciliation must find.
 
 Instance times are whole epoch seconds (Kubernetes timestamps have second precision);
 serverless times are epoch milliseconds.
@@ -278,13 +279,14 @@ def build_world(seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2
     forgotten = new_inst(nodes, "forgotten", created=w0, terminated=None)
     forgotten.sessions.append(Session(start=w0, stop=end, node_uid=ids.uid(),
                                       node_registered=w0 + 80, node_ready=w0 + 100))
-    # A dev pod outside Kubernetes, stopped overnight; its bill was saved from the v1 API.
+    # A dev pod outside Kubernetes, stopped overnight; its bill was saved from the v1 API. It
+    # stops at 20:35 and starts again at 09:20: those hours bill running and stopped disk.
     dev = new_inst(nodes + 1, "unmapped", created=w0 + 9 * 3600, terminated=None)
     dev.node_name, dev.mapping, dev.billing_format = None, "none", "v1"
     for d in range(days):
-        s = w0 + d * 86400 + 9 * 3600
-        dev.sessions.append(Session(start=s, stop=s + 12 * 3600, node_uid="", node_registered=s,
-                                    node_ready=s))
+        s = w0 + d * 86400 + 9 * 3600 + (1200 if d else 0)
+        dev.sessions.append(Session(start=s, stop=w0 + d * 86400 + 20 * 3600 + 2100, node_uid="",
+                                    node_registered=s, node_ready=s))
 
     eps: list[Endpoint] = []
     for e in range(endpoints):
@@ -313,5 +315,15 @@ def build_world(seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2
         eps.append(ep)
 
     vols = [NetworkVolume(volume_id=ids.short(10), size_gb=200, created=w0 - 86400 * 3)]
+    # Once a day a pod outside Kubernetes lives 20-58 min between two inventory snapshots (taken
+    # at :30) and is terminated: only its saved v1 bill knows it (drawn last, so that the rest
+    # of the world is the same as without it).
+    for d in range(days):
+        born = w0 + d * 86400 + 18 * 3600 + 60 * rng.randint(31, 50)
+        gone = min(born + 60 * rng.randint(20, 58), w0 + d * 86400 + 19 * 3600 + 29 * 60)
+        brief = new_inst(nodes + 2, "bill_only", created=born, terminated=gone)
+        brief.node_name, brief.mapping, brief.billing_format = None, "none", "v1"
+        brief.sessions.append(Session(start=born, stop=gone, node_uid="", node_registered=born,
+                                      node_ready=born))
     return World(seed=seed, start_day=start_day, days=days, instances=instances, endpoints=eps,
                  volumes=vols)

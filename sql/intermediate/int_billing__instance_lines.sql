@@ -4,7 +4,8 @@
 -- resource second; they stay in staging.stg_focus__charges for the account tie-out.
 with runpod as (
     select pod_id, bucket_start, bucket_end, compute_amount_usd, disk_amount_usd, total_amount_usd,
-           compute_seconds_billed, source_format, cast(null as decimal(38, 12)) as line_rate_per_hour,
+           compute_seconds_billed, disk_gb_billed, source_format,
+           cast(null as decimal(38, 12)) as line_rate_per_hour,
            source_file, record_no
     from staging.stg_runpod__pod_billing
 ),
@@ -20,6 +21,7 @@ focus as (
         sum(billed_cost) as total_amount_usd,
         sum(consumed_quantity * seconds_per_unit) filter (where service_category = 'Compute')
             as compute_seconds_billed,
+        cast(null as bigint) as disk_gb_billed,
         'focus' as source_format,
         max(case when seconds_per_unit = 3600 then contracted_unit_price end)
             filter (where service_category = 'Compute') as line_rate_per_hour,

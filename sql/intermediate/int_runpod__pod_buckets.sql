@@ -1,8 +1,27 @@
 -- grain: one row per pod billing bucket with compute and storage converted to milliseconds.
--- v2 compute ms = amount ÷ rate (derived); v1 gives billed ms directly. Storage: the disk amount
--- beyond what running disk costs over the compute time, ÷ the stopped-volume rate, is lingering.
+-- v2 compute ms = amount ÷ rate (derived); v1 gives billed ms directly. A saved v1 line of a pod
+-- no inventory or rate card prices (a pod terminated before any snapshot) is priced by its own
+-- amount: less its disk GB billed at the running disk rate, ÷ its billed hours
+-- (`bill_amount_per_hour`), so its money is never NULL.
+--
+-- Storage of a bucket B ms long with t_c ms of compute (Runpod bills pod disk per second:
+-- volume and container disk at the running rate while compute runs, the volume alone at the
+-- stopped rate while stopped; container disk is not billed while stopped):
+--   disk_amount = (size_vol + size_ctr) * r_run * t_c / M + size_vol * r_stop * t_s / M,
+--   t_c + t_s <= B (the pod may not exist for the whole bucket), M = hours_per_month * 3.6e6 ms.
+-- So running storage money R = (size_vol + size_ctr) * r_run * t_c / M (at most the disk amount),
+-- lingering money L = disk_amount - R, and lingering t_s = L * M / (size_vol * r_stop), capped at
+-- B - t_c (derived, like v2 compute seconds). Cases (`storage_split`):
+--   running        t_c >= B, or no pod volume (nothing is billed while stopped): all R, t_s = 0
+--   stopped        t_c = 0: all L; t_s derived from size_vol * r_stop, else the whole bucket
+--                  (`stopped_assumed`)
+--   mixed          0 < t_c < B: R, L and t_s as above (the hour compute stops or starts)
+--   mixed_unknown  a size or rate of the formula unknown: the disk money stays storage in its
+--                  hour as storage_running, no lingering seconds, and a RATE_MISSING finding
+--   bill_v1        a v1 line priced by its own amount: its disk is its running disk, R = all
 with lines as (
     select b.*, r.gpu_type, r.gpu_count, r.disk_running_per_month, r.disk_stopped_per_month,
+           r.volume_gb, r.container_disk_gb, r.disk_running_per_gb_month,
            r.compute_rate_per_hour as pod_rate_per_hour, r.rate_source as pod_rate_source
     from intermediate.int_billing__instance_lines b
     left join intermediate.int_runpod__pod_rates r using (pod_id)
@@ -45,27 +64,45 @@ with_cards as (
     from with_inventory w
 ),
 
+v1_lines as (
+    -- a v1 line's disk GB billed at the running disk rate over its billed seconds: what of its
+    -- amount is disk when nothing else prices it (NULL: GB billed or the rate unknown)
+    select
+        *,
+        case when source_format = 'v1' then
+             case when disk_gb_billed = 0 then 0
+                  else cast(disk_gb_billed * disk_running_per_gb_month * coalesce(compute_seconds_billed, 0)
+                            / (cfg_int('hours_per_month') * 3600) as decimal(38, 12)) end
+        end as v1_running_disk_usd,
+        case when source_format = 'v1' and compute_seconds_billed > 0 then
+             (total_amount_usd - coalesce(cast(disk_gb_billed * disk_running_per_gb_month * compute_seconds_billed
+                  / (cfg_int('hours_per_month') * 3600) as decimal(38, 12)), 0)) * 3600 / compute_seconds_billed
+        end as v1_bill_rate
+    from with_cards
+),
+
 buckets as (
     select
         * exclude (line_rate_per_hour),
         -- what the provider charged: turns amounts into seconds
         coalesce(line_rate_per_hour, inventory_rate, pod_rate_per_hour, card_pod, card_gpu,
                  case when source_format = 'focus' and compute_seconds_billed > 0
-                      then compute_amount_usd * 3600 / compute_seconds_billed end)
+                      then compute_amount_usd * 3600 / compute_seconds_billed end, v1_bill_rate)
             as compute_rate_per_hour,
         case when line_rate_per_hour is not null then 'bill_contracted_unit_price'
              when inventory_rate is not null then 'inventory'
              when pod_rate_per_hour is not null then pod_rate_source
              when card_pod is not null then 'rate_card_pod'
              when card_gpu is not null then 'rate_card_gpu'
-             when source_format = 'focus' then 'bill_amount_per_hour' end as rate_source,
+             when source_format = 'focus' or v1_bill_rate is not null then 'bill_amount_per_hour' end
+            as rate_source,
         -- what was agreed: the savings plan in force, else the rate card, else what was charged
         coalesce(plan_rate, card_pod, card_gpu, line_rate_per_hour, inventory_rate, pod_rate_per_hour,
                  case when source_format = 'focus' and compute_seconds_billed > 0
-                      then compute_amount_usd * 3600 / compute_seconds_billed end)
+                      then compute_amount_usd * 3600 / compute_seconds_billed end, v1_bill_rate)
             as contracted_rate_per_hour,
         epoch_ms(bucket_end) - epoch_ms(bucket_start) as bucket_ms
-    from with_cards
+    from v1_lines
 ),
 
 compute as (
@@ -83,40 +120,52 @@ compute as (
 amounts as (
     select
         *,
-        case when source_format = 'v1'
-             then cast(compute_ms * compute_rate_per_hour / 3600000 as decimal(38, 12))
-             else compute_amount_usd end as compute_usd,
-        case when source_format = 'v1'
-             then total_amount_usd - cast(compute_ms * compute_rate_per_hour / 3600000 as decimal(38, 12))
-             else disk_amount_usd end as disk_usd
+        case when source_format <> 'v1' then compute_amount_usd
+             when compute_ms = 0 then 0
+             when rate_source = 'bill_amount_per_hour' then total_amount_usd - coalesce(v1_running_disk_usd, 0)
+             else cast(compute_ms * compute_rate_per_hour / 3600000 as decimal(38, 12)) end as compute_usd
     from compute
+),
+
+split as (
+    select
+        *,
+        case when source_format = 'v1' then total_amount_usd - compute_usd else disk_amount_usd end as disk_usd,
+        case when source_format = 'v1' and rate_source = 'bill_amount_per_hour' then 'bill_v1'
+             -- no compute seconds (the compute rate is missing: RATE_MISSING names it)
+             when compute_ms is null then 'running'
+             when compute_ms = 0 then case when disk_stopped_per_month > 0 then 'stopped' else 'stopped_assumed' end
+             when compute_ms >= bucket_ms or volume_gb = 0 or disk_stopped_per_month = 0 then 'running'
+             when disk_running_per_month is not null and disk_stopped_per_month > 0 then 'mixed'
+             else 'mixed_unknown' end as storage_split,
+        cast(cfg_int('hours_per_month') as bigint) * 3600000 as month_ms
+    from amounts
 ),
 
 storage as (
     select
         *,
-        least(disk_usd, greatest(0, cast(
-            coalesce(disk_running_per_month, 0) * compute_ms / (cast(cfg_int('hours_per_month') as bigint) * 3600000)
-            as decimal(38, 12)))) as storage_running_usd,
-        case when disk_usd <= 0 then 0
-             when disk_stopped_per_month > 0 then least(bucket_ms - compute_ms, greatest(0, cast(round(
-                 (disk_usd - coalesce(disk_running_per_month, 0) * compute_ms
-                     / (cfg_int('hours_per_month') * 3600000))
-                 * cfg_int('hours_per_month') * 3600000 / disk_stopped_per_month) as bigint)))
-             when compute_ms = 0 then bucket_ms
-             else 0 end as storage_lingering_ms,
-        disk_stopped_per_month is null or disk_stopped_per_month = 0 as storage_split_assumed
-    from amounts
+        case when disk_usd <= 0 or storage_split not in ('stopped', 'stopped_assumed', 'mixed') then 0
+             when storage_split = 'stopped_assumed' then bucket_ms
+             when storage_split = 'stopped'
+             then least(bucket_ms, cast(round(disk_usd * month_ms / disk_stopped_per_month) as bigint))
+             else least(bucket_ms - compute_ms, greatest(0, cast(round(
+                 (disk_usd - disk_running_per_month * compute_ms / month_ms) * month_ms / disk_stopped_per_month)
+                 as bigint))) end as storage_lingering_ms
+    from split
 ),
 
--- what the disk amount holds beyond the running rate but buys no stopped millisecond at the
--- stopped rate is the bill's rounding (~1e-10 USD), not lingering storage: it stays with the
--- running disk instead of making a zero-second storage_lingering row
+-- the running disk's money: all of it unless part of the hour was stopped. What the disk amount
+-- holds beyond the running rate but buys no stopped millisecond at the stopped rate is the bill's
+-- rounding (~1e-10 USD), not lingering storage: it stays with the running disk instead of making
+-- a zero-second storage_lingering row
 running as (
     select
         *,
-        case when disk_stopped_per_month > 0 and storage_lingering_ms = 0 and compute_ms > 0
-             then disk_usd else storage_running_usd end as running_usd
+        case when storage_lingering_ms = 0 then disk_usd
+             when storage_split in ('stopped', 'stopped_assumed') then 0
+             else least(disk_usd, greatest(0, cast(disk_running_per_month * compute_ms / month_ms
+                                                   as decimal(38, 12)))) end as running_usd
     from storage
 ),
 
@@ -124,11 +173,18 @@ final as (
     select
         pod_id, bucket_start, bucket_end, bucket_ms, source_format, compute_rate_per_hour,
         rate_source, contracted_rate_per_hour, plan_id, compute_ms, compute_derived, compute_usd, disk_usd, total_amount_usd,
-        case when disk_usd > 0 then compute_ms else 0 end as storage_running_ms,
+        case when disk_usd > 0 then coalesce(compute_ms, 0) else 0 end as storage_running_ms,
         running_usd as storage_running_usd,
         storage_lingering_ms,
         disk_usd - running_usd as storage_lingering_usd,
-        storage_split_assumed,
+        storage_split,
+        storage_lingering_ms > 0 and storage_split in ('stopped', 'mixed') as storage_lingering_derived,
+        -- the disk money could not be split (mixed_unknown), or its bill gave no disk GB or no
+        -- running disk rate to take it out of a v1 line priced by its own amount
+        disk_usd > 0 and storage_split = 'mixed_unknown'
+            or storage_split = 'bill_v1' and v1_running_disk_usd is null and total_amount_usd > 0
+            as storage_rate_missing,
+        volume_gb, container_disk_gb, disk_gb_billed,
         source_file, record_no
     from running
 )

@@ -2,6 +2,8 @@
 -- the disk sizes used to split storage. Per bucket, int_runpod__pod_buckets resolves the rate in
 -- force at that time (effective-dated rate card, savings plans); this is the per-pod fallback. Rate: inventory cost seen while RUNNING (latest), else the
 -- rate card (pod_per_hour, then gpu_per_hour × gpu count). NULL means: say which rate is missing.
+-- Disk: USD per month of the pod's disk while running (volume + container disk at the running
+-- rate) and while stopped (the volume alone at the stopped rate; container disk is not billed).
 with billed_pods as (
     select pod_id from intermediate.int_billing__instance_lines
     union
@@ -54,9 +56,12 @@ final as (
         case when l.inventory_rate is not null then 'inventory'
              when pr.usd is not null then 'rate_card_pod'
              when gr.usd is not null then 'rate_card_gpu' end as rate_source,
-        c.disk_running_gb_month * (coalesce(l.volume_gb, 0) + coalesce(l.container_disk_gb, 0))
-            as disk_running_per_month,
-        c.volume_stopped_gb_month * l.volume_gb as disk_stopped_per_month
+        -- NULL when a size or rate is unknown: an unknown size is no 0 GB (it bought the
+        -- running disk nothing and left the whole disk amount to the stopped rate)
+        c.disk_running_gb_month * (l.volume_gb + l.container_disk_gb) as disk_running_per_month,
+        c.volume_stopped_gb_month * l.volume_gb as disk_stopped_per_month,
+        c.disk_running_gb_month as disk_running_per_gb_month,
+        c.volume_stopped_gb_month as volume_stopped_per_gb_month
     from billed_pods b
     left join latest l using (pod_id)
     left join current_cards pr on pr.rate_kind = 'pod_per_hour' and pr.match_key = b.pod_id

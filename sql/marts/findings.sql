@@ -149,6 +149,35 @@ rate_missing as (
     where compute_ms is null and compute_usd > 0
     group by pod_id, cast(date_trunc('day', bucket_start) as date)
     union all
+    -- the disk of an hour compute stopped or started in, which a size or rate it takes to split
+    -- it is unknown for (the formula: sql/intermediate/int_runpod__pod_buckets.sql): its money
+    -- is storage_running's, none of it lingering
+    select 'RATE_MISSING', 'warning', b.pod_id, cast(date_trunc('day', b.bucket_start) as date),
+           min(b.bucket_start), max(b.bucket_end), null::bigint, sum(b.disk_usd),
+           'Runpod pod ' || b.pod_id || ' billed $' || round(sum(b.disk_usd), 6) || ' of disk in '
+           || count(*) || ' hour(s) '
+           || case when bool_and(b.storage_split = 'bill_v1')
+                   then 'of a saved v1 bill nothing else prices, with no '
+                        || concat_ws(' and no ', case when bool_or(b.disk_gb_billed is null) then 'diskSpaceBilledGb' end,
+                                     case when any_value(r.disk_running_per_gb_month) is null
+                                          then 'rates.disk_running_per_gb_month' end)
+                        || ': its disk is counted with its compute'
+                   else 'that compute ran for part of, with no '
+                        || concat_ws(' and no ',
+                               case when any_value(r.volume_gb) is null
+                                    then 'volume size (mounts.persistent.size or volumeInGb in an inventory snapshot)' end,
+                               case when any_value(r.container_disk_gb) is null
+                                    then 'container disk size (disk or containerDiskInGb)' end,
+                               case when any_value(r.disk_running_per_gb_month) is null then 'rates.disk_running_per_gb_month' end,
+                               case when any_value(r.volume_stopped_per_gb_month) is null then 'rates.volume_stopped_per_gb_month' end)
+                        || ': the disk cannot be split into running storage and storage lingering while '
+                        || 'stopped, so it is all storage_running and no lingering seconds are counted' end
+           || '.'
+    from intermediate.int_runpod__pod_buckets b
+    left join intermediate.int_runpod__pod_rates r using (pod_id)
+    where b.storage_rate_missing
+    group by b.pod_id, cast(date_trunc('day', b.bucket_start) as date)
+    union all
     select 'RATE_MISSING', 'error', endpoint_id, day, day::timestamptz, day::timestamptz + interval 1 day,
            null::bigint, worker_usd, 'No per-second rate for serverless endpoint ' || endpoint_id
            || ' in [rates.serverless_per_second]; its billed worker seconds cannot be derived.'

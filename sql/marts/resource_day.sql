@@ -5,7 +5,8 @@ with instance_bill as (
     select pod_id as resource_id, cast(date_trunc('day', bucket_start) as date) as day,
            sum(compute_ms) as billed_ms, sum(total_amount_usd) as billed_amount,
            sum(storage_lingering_ms) as lingering_ms,
-           bool_or(compute_derived) as seconds_derived,
+           -- lingering storage of an hour compute stopped or started in is derived too
+           bool_or(compute_derived or storage_lingering_derived) as seconds_derived,
            bool_or(compute_ms is null and compute_usd > 0) as rate_missing,
            max(compute_rate_per_hour) as rate_per_hour
     from intermediate.int_runpod__pod_buckets

@@ -1,5 +1,6 @@
 -- grain: one row per pod and billing bucket, from v2 (/v2/billing/pods) and saved v1 arrays.
--- v2 carries amounts only; v1 carries billed compute milliseconds. The latest pull of a bucket wins.
+-- v2 carries amounts only; v1 carries billed compute milliseconds and the disk GB billed (observed
+-- spelled diskSpaceBilledGb and diskSpaceBilledGB). The latest pull of a bucket wins.
 -- incremental: key (pod_id, bucket_start) order (pulled_at desc nulls last, source_file desc, record_no desc)
 -- (that header is the dedupe: the build keeps one row per key, the first in that order)
 with v2 as (
@@ -12,6 +13,7 @@ with v2 as (
         coalesce(try_cast(doc ->> '$.diskAmount' as decimal(38, 12)), 0) as disk_amount_usd,
         try_cast(doc ->> '$.totalAmount' as decimal(38, 12)) as total_amount_usd,
         cast(null as decimal(18, 3)) as compute_seconds_billed,
+        cast(null as bigint) as disk_gb_billed,
         'v2' as source_format,
         try_cast(pulled_at as timestamptz) as pulled_at,
         source_file,
@@ -31,6 +33,8 @@ v1 as (
         cast(null as decimal(38, 12)) as disk_amount_usd,
         try_cast(doc ->> '$.amount' as decimal(38, 12)) as total_amount_usd,
         try_cast(doc ->> '$.timeBilledMs' as decimal(18, 3)) / 1000 as compute_seconds_billed,
+        coalesce(try_cast(doc ->> '$.diskSpaceBilledGb' as bigint),
+                 try_cast(doc ->> '$.diskSpaceBilledGB' as bigint)) as disk_gb_billed,
         'v1' as source_format,
         cast(null as timestamptz) as pulled_at,
         source_file,

@@ -17,8 +17,11 @@ final as (
             as gpu_count,
         coalesce(try_cast(doc ->> '$.disk' as bigint), try_cast(doc ->> '$.containerDiskInGb' as bigint))
             as container_disk_gb,
+        -- v2 `mounts` holds at most one of `persistent` (the pod volume) and `network`: a pod
+        -- listed with `mounts` and no `persistent` has no pod volume (0 GB, not unknown)
         coalesce(try_cast(doc ->> '$.mounts.persistent.size' as bigint),
-                 try_cast(doc ->> '$.volumeInGb' as bigint)) as volume_gb,
+                 try_cast(doc ->> '$.volumeInGb' as bigint),
+                 case when json_type(doc, '$.mounts') = 'OBJECT' then 0 end) as volume_gb,
         coalesce(doc ->> '$.mounts.networkVolume.id', doc ->> '$.networkVolumeId') as network_volume_id,
         try_cast(doc ->> '$.createdAt' as timestamptz) as created_at,
         try_cast(doc ->> '$.startedAt' as timestamptz) as started_at
