@@ -91,13 +91,14 @@ def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | N
     res = FileResult(path=display, kind="k8s_list", sha256=layout.sha256)
     top = orjson.loads(layout.skeleton)
     typed = with_list_kind(top)
-    v = ("try(json_extract(line, ['$', '$.kind', '$.metadata.uid', '$.metadata.resourceVersion', "
-         "'$.metadata.creationTimestamp', '$.apiVersion']))")
     # A typed List's items lack kind and apiVersion (`GET /api/v1/nodes`: a NodeList): such an
     # item lands here with the two the List implies put first, as read_file's with_list_kind
     # does (an item with only one of them goes to Python, which keeps the one it has)
     item_kind, version = list_item_kind(top), top.get("apiVersion")
-    if item_kind is not None and isinstance(version, str):
+    typed_list = item_kind is not None and isinstance(version, str)
+    v = ("try(json_extract(line, ['$', '$.kind', '$.metadata.uid', '$.metadata.resourceVersion', "
+         "'$.metadata.creationTimestamp'" + (", '$.apiVersion'" if typed_list else "") + "]))")
+    if typed_list:
         head = _q(orjson.dumps({"apiVersion": version, "kind": item_kind}).decode()[:-1] + ",")
         has_kind = f"({_nonempty('v[2]')} or (v[2] is null and v[6] is null))"
         kind = f"coalesce({_str('v[2]')}, '{_q(item_kind)}')"

@@ -33,7 +33,6 @@ folded as (
         coalesce(max(main_status.restartCount), 0) as restarts,
         min(deletion_at - to_seconds(coalesce(deletion_grace_seconds, 0))) as deletion_requested_at,
         bool_or(event_type = 'DELETED') as deleted,
-        min(seen_at) filter (where event_type = 'DELETED') as deleted_seen_at,
         max(labels ->> ('$."' || cfg('team_label') || '"')) as team,
         -- the workload a pod belongs to: a naming label, else its name without generated suffixes
         coalesce(nullif(max(labels ->> '$."app.kubernetes.io/name"'), ''), nullif(max(labels ->> '$.app'), ''),
@@ -49,16 +48,17 @@ folded as (
 
 watched as (
     select
-        f.* exclude (scheduled_at, deleted_seen_at),
+        f.* exclude (scheduled_at),
         coalesce(f.scheduled_at, e.scheduled_event_at,
                  case when f.node_name is not null then f.kubelet_started_at end) as scheduled_at,
-        -- the pod's removal: its DELETED event's arrival where the collector recorded it, else
-        -- the deletion request. Never before the main container finished: the kubelet removes a
-        -- pod once its containers stopped, and the request is the grace period's start (a real
-        -- stream's DELETED version carries the request's deletionTimestamp with grace 0, the
-        -- earlier ones the same instant + 30 s with grace 30: both read the request)
-        case when f.deleted then greatest(coalesce(f.deleted_seen_at, f.deletion_requested_at),
-                                          f.task_finished_at) end as deleted_at,
+        -- the pod's removal: the earliest instant every version allows, the deletion request or,
+        -- if later, the main container's finish (the kubelet removes a pod once its containers
+        -- stopped). A real stream's DELETED version carries the request's deletionTimestamp with
+        -- grace 0 (the earlier ones the same instant + 30 s with grace 30): the request is the
+        -- grace period's start, not the removal. Not the collector's seenAt of the DELETED
+        -- event: a watch resumed after a pause, or history replayed, delivers it late.
+        case when f.deleted then greatest(f.deletion_requested_at, f.task_finished_at) end
+            as deleted_at,
         coalesce(f.task_finished_at, f.deletion_requested_at, '2100-01-01'::timestamptz) as window_end_at,
         'watch' as lifecycle_source
     from folded f

@@ -36,7 +36,7 @@ again as (
 
 source as materialized (
     select
-        cluster, uid, event_type, seen_at, source_file, record_no,
+        cluster, uid, event_type, source_file, record_no,
         coalesce(nullif(resource_version, ''), md5(doc::varchar)) as resource_version,
         json_transform(doc, '{
             "metadata": {"namespace": "VARCHAR", "name": "VARCHAR", "creationTimestamp": "VARCHAR",
@@ -69,9 +69,6 @@ typed as (
         uid as pod_uid,
         resource_version,
         event_type,
-        -- when the collector received the version (its line's seenAt): a DELETED event's is
-        -- when the pod was removed
-        try_cast(seen_at as timestamptz) as seen_at,
         source_file,
         record_no,
         j.metadata.namespace as namespace,
@@ -106,7 +103,7 @@ with_main as (
 
 final as (
     select
-        cluster, pod_uid, resource_version, event_type, seen_at, namespace, pod_name, node_name,
+        cluster, pod_uid, resource_version, event_type, namespace, pod_name, node_name,
         created_at, deletion_at, deletion_grace_seconds, kubelet_started_at, phase, labels,
         coalesce(gpus, 0) as gpus,
         coalesce(gpus_requested, 0) as gpus_requested,

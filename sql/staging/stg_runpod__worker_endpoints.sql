@@ -6,10 +6,12 @@
 --   per-worker billing: a v1 /billing/endpoints line grouped by podId names the worker's pod id
 --     (a serverless worker is a pod: its id is the worker id) and its endpointId;
 --   the file's path (stg_runpod__worker_snapshots.path_endpoint_id), when some input knows that
---     id as an endpoint (inventory, bills, rates, job records, workers that name theirs): a
---     folder such as runpod/ is no endpoint.
+--     id as an endpoint (inventory, serverless bills, rates, these workers' job records, workers
+--     that name theirs): a folder such as runpod/ is no endpoint.
 -- Built whole every run (no incremental header): what ties a worker may land after it (a later
--- day's job records), and only a rebuild sees that. It reads only the unnamed workers' rows.
+-- day's job records), and only a rebuild sees that. It reads the unnamed workers' rows and the
+-- job records completed since the first of them started: with none (the connector's files name
+-- their endpoint) it reads nothing; with some, every run reads those jobs again.
 with unnamed as (
     select worker_id, min(started_at) as started_at, min(first_seen_at) as first_seen_at,
            max(last_seen_at) as last_seen_at, min(path_endpoint_id) as path_endpoint_id
@@ -45,8 +47,7 @@ known as (
         select endpoint_id from staging.stg_runpod__endpoints
         union all select endpoint_id from staging.stg_runpod__serverless_billing
         union all select match_key from config.rates where rate_kind = 'serverless_per_second'
-        union all select endpoint_id from staging.stg_runpod__jobs
-        where completed_at >= (select lo from since)
+        union all select endpoint_id from by_jobs
         union all select endpoint_id from staging.stg_runpod__workers where endpoint_id is not null
     )
     where endpoint_id in (select path_endpoint_id from unnamed)

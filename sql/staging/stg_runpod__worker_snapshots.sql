@@ -13,7 +13,7 @@ with source as materialized (
         pulled_at,
         source_file,
         record_no,
-        json_transform(doc, '{"id": "VARCHAR", "startedAt": "VARCHAR"}') as j
+        json_transform(doc, '{"id": "VARCHAR", "startedAt": "VARCHAR", "uptimeSeconds": "VARCHAR"}') as j
     from raw.runpod_inventory
     where inventory_kind = 'workers'
 ),
@@ -23,7 +23,12 @@ final as (
         endpoint_id,
         j.id as worker_id,
         try_cast(j.startedAt as timestamptz) as started_at,
-        try_cast(pulled_at as timestamptz) as pulled_at,
+        -- x_recon.pulledAt; a response saved as returned says it too: a worker's startedAt +
+        -- uptimeSeconds is the instant it was read (openapi-v2 `Worker`; null until placed).
+        -- (A null pulled_at costs every refold of the workers its row-group skipping.)
+        coalesce(try_cast(pulled_at as timestamptz),
+                 try_cast(j.startedAt as timestamptz) + to_seconds(try_cast(j.uptimeSeconds as bigint)))
+            as pulled_at,
         source_file,
         record_no,
         case when endpoint_id is null then coalesce(

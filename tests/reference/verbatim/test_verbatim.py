@@ -202,24 +202,26 @@ def test_a_pod_is_not_deleted_before_its_container_finished(landed):
     """The raw watch stream: `kubectl delete` at 12:30:00 sets deletionTimestamp 12:30:30 with
     grace 30; the container is killed at 12:30:30 (finishedAt); the kubelet's final delete with
     grace 0 leaves deletionTimestamp 12:30:30 - 30 + 0 = 12:30:00 on the DELETED version. Both
-    read the request, 12:30:00; the pod is removed after its container stopped, and with no
-    arrival time in the stream (no collector seenAt) the earliest sound reading is 12:30:30."""
+    read the request, 12:30:00; the pod is removed after its container stopped: the earliest
+    sound reading is 12:30:30."""
     _, con, _ = landed
     assert con.execute("select task_finished_at, deleted_at, window_end_at from "
                        "intermediate.int_k8s__workloads").fetchall() == [
         (utc("2026-06-01T12:30:30Z"), utc("2026-06-01T12:30:30Z"), utc("2026-06-01T12:30:30Z"))]
 
 
-def test_a_collectors_deleted_event_arrival_is_the_deletion(tmp_path):
+def test_a_late_arrival_of_the_deleted_event_does_not_move_the_deletion(tmp_path):
+    """The collector's seenAt of the DELETED event is when it read it, which a resumed watch
+    or a replay makes late (13:05 here): the deletion stays the earliest sound reading."""
     lines = (HERE / "k8s/pod-watch-raw.jsonl").read_text().splitlines()
     last = json.loads(lines[-1])
-    lines[-1] = json.dumps({**last, "seenAt": "2026-06-01T12:30:31.250Z"})
+    lines[-1] = json.dumps({**last, "seenAt": "2026-06-01T13:05:00.000Z"})
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "watch.jsonl").write_text("\n".join(lines) + "\n")
     run(tmp_path / "in", tmp_path / "db.duckdb")
     with connect(tmp_path / "db.duckdb", read_only=True) as con:
-        assert con.execute("select deleted_at from marts.workload_lifecycle").fetchall() == [
-            (utc("2026-06-01T12:30:31.250Z"),)]
+        assert con.execute("select task_finished_at, deleted_at from marts.workload_lifecycle"
+                           ).fetchall() == [(utc("2026-06-01T12:30:30Z"), utc("2026-06-01T12:30:30Z"))]
 
 
 def test_account_level_lines_load_as_such_and_tie_out(landed):
