@@ -586,7 +586,9 @@ def split_days(src: Path, dst: Path) -> list[date]:
             by = {}
             for line in p.read_bytes().splitlines(keepends=True):
                 doc = orjson.loads(line)
-                ts = doc.get("completedAt") or (doc.get("x_recon") or {}).get("pulledAt")
+                ts = doc.get("completedAt") or (doc.get("x_recon") or {}).get("pulledAt") or max(
+                    # a workers response saved as the API returns it: when its newest worker started
+                    (w.get("startedAt") or "" for w in doc.get("workers") or []), default=None)
                 by.setdefault(_day_of(ts) or START_DAY, []).append(line)
             for d, lines in by.items():
                 put(rel, d, b"".join(lines))

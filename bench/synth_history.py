@@ -32,7 +32,7 @@ IDS = {
     "staging.stg_k8s__events": ["event_uid", "object_uid", "object_name"],
     "staging.stg_runpod__serverless_billing": [],
     "staging.stg_runpod__bill_lines": [],
-    "staging.quarantine": [],
+    "staging.quarantine_casts": [],
     "raw.serverless_jobs": ["source_file"],
     "raw.runpod_inventory": ["source_file"],
     "raw.k8s_objects": ["source_file", "uid"],

@@ -357,8 +357,10 @@ def sql_models() -> list[tuple[str, str, Path]]:
     out = []
     for layer in LAYERS:
         models = {p.stem: p for p in sorted((SQL_DIR / layer).glob("*.sql"))}
-        deps = {n: {m for m in models if m != n and re.search(rf"\b{layer}\.{m}\b", p.read_text())}
-                for n, p in models.items()}
+        # references in code, not in comments (a comment may name the model its rows go to)
+        code = {n: re.sub(r"--[^\n]*", "", p.read_text()) for n, p in models.items()}
+        deps = {n: {m for m in models if m != n and re.search(rf"\b{layer}\.{m}\b", code[n])}
+                for n in models}
         done: list[str] = []
         while len(done) < len(models):
             ready = [n for n in models if n not in done and deps[n] <= set(done)]

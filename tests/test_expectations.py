@@ -69,8 +69,6 @@ CASES = {
     "raw.runpod_inventory": {
         **raw_keys("raw.runpod_inventory"),
         f"{IN_SET}(inventory_kind)": set_("raw.runpod_inventory", "inventory_kind = 'clusters'"),
-        f"{NN}(endpoint_id where inventory_kind == 'workers')":
-            null("raw.runpod_inventory", "endpoint_id", "inventory_kind = 'workers'"),
     },
     "raw.serverless_jobs": raw_keys("raw.serverless_jobs"),
     "raw.quarantine": {  # any quarantined row also raises the row-count warning
@@ -195,8 +193,12 @@ CASES = {
             "task_finished_at is not null and started_at is not null"),
         f"{GT}(ready_at, started_at)": set_(WL, "ready_at = started_at - interval 1 second",
                                             "ready_at is not null and started_at is not null"),
-        f"{GT}(deleted_at, created_at)": set_(WL, "deleted_at = created_at - interval 1 second",
-                                              "deleted_at is not null"),
+        f"{GT}(deleted_at, created_at)": set_(
+            WL, "deleted_at = created_at - interval 1 second, task_finished_at = null",
+            "deleted_at is not null"),
+        f"{GT}(deleted_at, task_finished_at)": set_(
+            WL, "deleted_at = task_finished_at - interval 1 second",
+            "deleted_at is not null and task_finished_at is not null"),
         f"{BETWEEN}(gpus)": set_(WL, "gpus = -1"),
         f"{BETWEEN}(restarts)": set_(WL, "restarts = -1"),
         f"{BETWEEN}(startup_budget_seconds)": set_(WL, "startup_budget_seconds = -1"),
@@ -208,6 +210,13 @@ CASES = {
     "tieout.account_billing": {
         f"{BETWEEN}(difference)": set_("staging.stg_runpod__network_volume_billing",
                                        "total_amount_usd = total_amount_usd + 0.01"),
+    },
+    "tieout.account_lines": {  # a GPU-type line of a day with pod lines, 1 USD off them
+        f"{BETWEEN}(difference)": (
+            "insert into staging.stg_runpod__account_lines (source, component, gpu_type, "
+            "bucket_start, amount_usd) select 'v1_gpu_types', 'pods', 'NVIDIA L4', "
+            "min(bucket_start), sum(total_amount_usd) filter (where cast(bucket_start as date) "
+            "= (select min(cast(bucket_start as date)) from " + BILL + ")) + 1 from " + BILL),
     },
 }
 CASE_IDS = [(s, label) for s, cases in CASES.items() for label in cases]

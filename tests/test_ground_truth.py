@@ -201,3 +201,20 @@ def test_segments_add_up_to_their_bucket_and_endpoint_day_exactly(marts):
         group by all""").fetchall()
     assert len(endpoints) >= 2
     assert [r for r in endpoints if r[2] != r[3]] == []
+
+
+def test_workers_saved_without_their_endpoint_are_tied_at_scale(sim_run, marts):
+    """The simulator saves its second endpoint's workers responses as the API returns them (no
+    x_recon, the endpoint only in the path, runpod/serverless/<id>/workers.jsonl): every worker
+    item lands, each worker is tied to its endpoint (by its job records), none is quarantined,
+    and the resource-day tests above hold its cold start and idle to the ground truth."""
+    unnamed = marts.execute("select count(*), count(distinct doc ->> '$.id') from raw.runpod_inventory "
+                            "where inventory_kind = 'workers' and endpoint_id is null").fetchone()
+    assert unnamed[0] > 0
+    tied = marts.execute("select tied_by, count(*) from staging.stg_runpod__worker_endpoints "
+                         "group by all").fetchall()
+    assert dict(tied) == {"job records": unnamed[1]}
+    assert marts.execute("select count(*) from staging.quarantine").fetchone() == (0,)
+    assert marts.execute("select count(*) from intermediate.int_serverless__worker_sessions s "
+                         "semi join staging.stg_runpod__worker_endpoints e using (endpoint_id, worker_id) "
+                         "where start_assumed").fetchone() == (0,)

@@ -68,7 +68,7 @@ def full_copy(con, schema: str, tables) -> None:
 
 def test_the_big_staging_models_are_incremental():
     names = {n for layer, n, p in sql_models() if layer == "staging" and spec_of(p.read_text())}
-    assert {"stg_k8s__pods", "stg_k8s__events", "stg_runpod__jobs", "quarantine"} <= names
+    assert {"stg_k8s__pods", "stg_k8s__events", "stg_runpod__jobs", "quarantine_casts"} <= names
 
 
 def test_daily_runs_parse_only_new_files_and_equal_a_full_rebuild(daily, tmp_path, monkeypatch):
@@ -204,7 +204,7 @@ def _replay_run(daily, tmp_path, before_last=None):
     # workers of day 1 seen again on day 3 (one of them started earlier than day 1 said), and
     # once by a snapshot that does not say when it was pulled: their refold must read their
     # day-1 snapshots and replace their day-1 rows, whatever the bounds say
-    workers = min(land.rglob("*workers*.jsonl"))
+    workers = min(land.rglob("serverless-workers*.jsonl"))  # the connector's, with x_recon
     late = []
     for i, line in enumerate(workers.read_bytes().splitlines()[:2]):
         doc = orjson.loads(line)
@@ -219,7 +219,7 @@ def _replay_run(daily, tmp_path, before_last=None):
     # covers it), with a job in the window: its session still starts at its startedAt
     doc = orjson.loads(workers.read_bytes().splitlines()[0])
     del doc["x_recon"]["pulledAt"]
-    doc["workers"] = [{**doc["workers"][0], "id": "nopull-w",
+    doc["workers"] = [{**doc["workers"][0], "id": "nopull-w", "uptimeSeconds": None,
                        "startedAt": days[2].isoformat() + "T01:00:00Z"}]
     late.append(orjson.dumps(doc))
     (workers.parent / "zz-replay-workers.jsonl").write_bytes(b"\n".join(late) + b"\n")

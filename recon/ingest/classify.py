@@ -39,13 +39,66 @@ def _is_collector_state(doc: dict) -> bool:
             and all(isinstance(v, dict) and "resourceVersion" in v for v in doc["resources"].values()))
 
 
+def _v1_billing_record(x) -> bool:
+    """A record of a saved v1 bill (`BillingRecords`, `NetworkVolumeBillingRecords` in
+    openapi-v1.json): `timeBilledMs`, or a `time` and an `amount` (network-volume records and
+    some grouped ones carry no milliseconds)."""
+    return isinstance(x, dict) and ("timeBilledMs" in x or ("time" in x and "amount" in x))
+
+
+def _runpod_pod(x) -> bool:
+    """One pod as GET /v2/pods/{id} (openapi-v2 `Pod`) or v1 /pods[/{podId}] returns it."""
+    return (isinstance(x, dict) and isinstance(x.get("id"), str)
+            and any(k in x for k in ("cost", "costPerHr", "adjustedCostPerHr"))
+            and any(k in x for k in ("gpu", "gpuCount", "machine", "desiredStatus")))
+
+
+def _runpod_endpoint(x) -> bool:
+    """One serverless endpoint as GET /v2/serverless/{id} (openapi-v2 `Endpoint`: `workers` is
+    the {min, max, idleTimeout} object) or v1 /endpoints returns it (`workersMax`)."""
+    return (isinstance(x, dict) and isinstance(x.get("id"), str)
+            and ((isinstance(x.get("workers"), dict) and "idleTimeout" in x["workers"])
+                 or "workersMax" in x or "workersMin" in x))
+
+
+def _runpod_volume(x) -> bool:
+    """One network volume of v1 /networkvolumes (id, name, size, dataCenterId)."""
+    return (isinstance(x, dict) and isinstance(x.get("id"), str) and "size" in x
+            and ("dataCenterId" in x or "dataCenter" in x))
+
+
+# a bare JSON array of inventory objects (v1 responses were arrays), by what its items are
+BARE_INVENTORY = (("pods", _runpod_pod), ("serverless", _runpod_endpoint),
+                  ("network_volumes", _runpod_volume))
+
+
+def bare_inventory(doc: list) -> str | None:
+    """The inventory kind of a bare array whose items are all pods, endpoints or volumes."""
+    for inv, test in BARE_INVENTORY:
+        if all(test(x) for x in doc[:50]):
+            return inv
+    return None
+
+
+def list_item_kind(doc: dict) -> str | None:
+    """The kind of a List's items when the items do not say it: the API server omits `kind` and
+    `apiVersion` on the items of a typed list (`GET /api/v1/nodes` is a `NodeList`; kubectl adds
+    them when it prints). None for kubectl's untyped `List`."""
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and len(kind) > 4:
+        return kind[:-4]
+    return None
+
+
 def doc_kind(doc) -> str:
     """Kind of a whole document (a JSON file or one JSONL line)."""
     if isinstance(doc, list):
-        if doc and all(isinstance(x, dict) and "timeBilledMs" in x for x in doc[:50]):
-            return "runpod_v1_billing"
         if not doc:
             return "empty_array"
+        if all(_v1_billing_record(x) for x in doc[:50]):
+            return "runpod_v1_billing"
+        if bare_inventory(doc):
+            return "runpod_inventory"
         return "unknown"
     if not isinstance(doc, dict):
         return "unknown"
@@ -56,6 +109,8 @@ def doc_kind(doc) -> str:
         return "collector_state"
     if str(x_recon(doc).get("endpoint", "")).endswith("/health"):
         return "runpod_health"
+    if isinstance(doc.get("jobs"), dict) and isinstance(doc.get("workers"), dict):
+        return "runpod_health"  # GET https://api.runpod.ai/v2/{endpointId}/health, as returned
     if isinstance((doc.get("data") or {}).get("myself") if isinstance(doc.get("data"), dict) else None,
                   dict):
         return "runpod_balance"
@@ -72,6 +127,8 @@ def doc_kind(doc) -> str:
         return "runpod_billing"
     if isinstance(doc.get("workers"), list):
         return "runpod_workers"
+    if _runpod_pod(doc) or _runpod_endpoint(doc):  # before the lists: an Endpoint names its
+        return "runpod_inventory_item"  # networkVolumes, a list of objects
     for key in INVENTORY_KEYS:
         if isinstance(doc.get(key), list):
             return "runpod_inventory"
@@ -102,6 +159,11 @@ def billing_source(envelope: dict) -> str:
                     return src
             if "podGpuAmount" in rec:
                 return "v2_account"
+            if "totalAmount" in rec and "startTime" in rec:
+                # /v2/billing/endpoints (public endpoints, openapi-v2 `EndpointBillingRecord`):
+                # a bucket and its total, no id; every other v2 billing record names its id
+                # (`podId`, `serverlessId`, `networkVolumeId`, `clusterId`) or is the account's
+                return "v2_endpoints"
     return "v2_unknown"
 
 
@@ -127,3 +189,38 @@ def require(rec: dict, *keys: str) -> None:
     missing = [k for k in keys if rec.get(k) in (None, "")]
     if missing:
         raise BadRecord(f"missing required field(s) {', '.join(missing)}")
+
+
+def with_list_kind(doc: dict):
+    """A function giving a List's item with the `kind` and `apiVersion` the List's own kind
+    implies where the item lacks them (the API server's typed lists: `NodeList` of items
+    without either), as kubectl would print it; other items unchanged."""
+    kind, version = list_item_kind(doc), doc.get("apiVersion")
+
+    def typed(item):
+        if kind is None or not isinstance(item, dict) or item.get("kind"):
+            return item
+        return {"apiVersion": item.get("apiVersion") or version, "kind": kind, **item}
+    return typed
+
+
+def v1_source(rec: dict) -> str:
+    """The source of a v1 billing record, by the group it names (openapi-v1 `BillingRecords`:
+    `podId`, `endpointId` or `gpuTypeId`, "if grouping by" it; `NetworkVolumeBillingRecords`
+    name none). A worker's line of /billing/endpoints grouped by podId names both its pod id
+    and its endpoint: serverless. Lines by GPU type (runpodctl's default grouping for pods)
+    and network-volume lines are the account's, per bucket (sql/staging/stg_runpod__account_lines.sql)."""
+    if rec.get("endpointId"):
+        return "v1_serverless"
+    if rec.get("podId"):
+        return "v1_pods"
+    if rec.get("gpuTypeId"):
+        return "v1_gpu_types"
+    if "timeBilledMs" not in rec and any(k in rec for k in V1_VOLUME_KEYS):
+        return "v1_network_volumes"
+    raise BadRecord("v1 billing record names no podId, endpointId or gpuTypeId, and is no "
+                    "network-volume record (diskSpaceBilledGb without timeBilledMs)")
+
+
+V1_VOLUME_KEYS = ("diskSpaceBilledGb", "diskSpaceBilledGB", "highPerformanceStorageAmount",
+                  "highPerformanceStorageDiskSpaceBilledGb")

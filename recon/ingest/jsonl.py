@@ -170,16 +170,19 @@ def _modes(cluster: str) -> dict[str, _Mode]:
     workers = _Mode(
         "runpod_inventory",
         # 1 workers, 2 x_recon, 3 x_recon.endpoint, 4 x_recon.endpointId, 5 x_recon.pulledAt,
-        # 6 workers[0] (an empty list is left to Python), 7.. absent
+        # 6 workers[0] (an empty list is left to Python), 7.. absent. Without x_recon (the
+        # response as the API returns it) or its endpointId, the workers land with no endpoint,
+        # as in read_file: staging ties them to one (stg_runpod__worker_endpoints.sql)
         ["$.workers", "$.x_recon", "$.x_recon.endpoint", "$.x_recon.endpointId",
          "$.x_recon.pulledAt", "$.workers[0]", *not_workers],
         "v is not null and "
         + " and ".join(f"{v[i]} is null" for i in range(7, 7 + len(not_workers)))
-        + f" and starts_with({v[2]}, '{{') and starts_with({v[1]}, '[') and {v[6]} is not null "
-        f"and {_nonempty(v[4])} "
+        + f" and ({v[2]} is null or starts_with({v[2]}, '{{')) and starts_with({v[1]}, '[') "
+        f"and {v[6]} is not null "
         f"and ({v[3]} is null or not ends_with({_str(v[3])}, '/health')) "
         f"and ({v[5]} is null or {v[5]} = 'null' or starts_with({v[5]}, '\"'))",
-        f"'workers' as inventory_kind, {_str(v[4])} as endpoint_id, "
+        f"'workers' as inventory_kind, case when {_nonempty(v[4])} then {_str(v[4])} end "
+        f"as endpoint_id, "
         f"case when starts_with({v[5]}, '\"') then {_str(v[5])} end as pulled_at",
         items=True)
     return {"watch": watch, "job": job, "workers": workers}

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 
 from . import jsonl
-from .classify import doc_kind
+from .classify import doc_kind, list_item_kind, with_list_kind
 from .jsonl import (
     LENIENT_SQL,
     _fast_mode,
@@ -89,19 +89,33 @@ def prepare_list(path: Path) -> ListLayout | None:
 def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | None:
     cluster = _cluster_of(display, None)
     res = FileResult(path=display, kind="k8s_list", sha256=layout.sha256)
+    top = orjson.loads(layout.skeleton)
+    typed = with_list_kind(top)
+    # A typed List's items lack kind and apiVersion (`GET /api/v1/nodes`: a NodeList): such an
+    # item lands here with the two the List implies put first, as read_file's with_list_kind
+    # does (an item with only one of them goes to Python, which keeps the one it has)
+    item_kind, version = list_item_kind(top), top.get("apiVersion")
+    typed_list = item_kind is not None and isinstance(version, str)
     v = ("try(json_extract(line, ['$', '$.kind', '$.metadata.uid', '$.metadata.resourceVersion', "
-         "'$.metadata.creationTimestamp']))")
+         "'$.metadata.creationTimestamp'" + (", '$.apiVersion'" if typed_list else "") + "]))")
+    if typed_list:
+        head = _q(orjson.dumps({"apiVersion": version, "kind": item_kind}).decode()[:-1] + ",")
+        has_kind = f"({_nonempty('v[2]')} or (v[2] is null and v[6] is null))"
+        kind = f"coalesce({_str('v[2]')}, '{_q(item_kind)}')"
+        doc = f"case when v[2] is null then '{head}' || substr(v[1], 2) else v[1] end"
+    else:
+        has_kind, kind, doc = _nonempty("v[2]"), _str("v[2]"), "v[1]"
     parsed = (f"with p as materialized (select line_no, {v} as v from _recon_chunk "
               f"where not ({LENIENT_SQL})), "
               "f as (select line_no, v from p where v is not null and starts_with(v[1], '{') "
-              f"and {_nonempty('v[2]')} and {_nonempty('v[3]')} "
+              f"and {has_kind} and {_nonempty('v[3]')} "
               "and (v[4] is null or v[4] = 'null' or starts_with(v[4], '\"'))) ")
     insert = (f"insert into raw.k8s_objects by name {parsed}"
               f"select '{_q(display)}' as source_file, line_no as record_no, "
               f"'items[' || line_no || ']' as locator, '{_q(cluster)}' as cluster, "
-              f"'LISTED' as event_type, {_str('v[2]')} as kind, {_str('v[3]')} as uid, "
+              f"'LISTED' as event_type, {kind} as kind, {_str('v[3]')} as uid, "
               f"case when starts_with(v[4], '\"') then {_str('v[4]')} else '' end "
-              f"as resource_version, null as seen_at, v[1] as doc, "
+              f"as resource_version, null as seen_at, {doc} as doc, "
               f"{ts_ok_sql('$', 'v[5]')} as ts_ok from f")
     rest = (f"{parsed}select line_no, line from _recon_chunk anti join f using (line_no) "
             f"order by line_no")
@@ -126,8 +140,8 @@ def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | N
                     # orjson rejects the document: read_file says what it is
                     con.execute("delete from raw.k8s_objects where source_file = ?", [display])
                     return None
-                _guard(res, lambda it=item, i=i, loc=loc: _k8s(res, it, loc, i, "LISTED", cluster),
-                       loc, i, item)
+                _guard(res, lambda it=item, i=i, loc=loc: _k8s(res, typed(it), loc, i, "LISTED",
+                                                               cluster), loc, i, item)
     res.records_in += n
     res.loaded += n
     return res

@@ -24,13 +24,17 @@ from .classify import (
     INVENTORY_KEYS,
     WATCH_TYPES,
     BadRecord,
+    bare_inventory,
     billing_source,
     check_amounts,
     doc_kind,
     require,
     text_or_none,
+    v1_source,
+    with_list_kind,
     x_recon,
 )
+from .explain import unrecognised_text
 
 log = logging.getLogger(__name__)
 
@@ -159,9 +163,10 @@ def _one(res: FileResult, doc, locator: str, n: int) -> None:
     elif kind == "k8s_object":
         _k8s(res, doc, locator, n, "LISTED", _cluster_of(res.path, None))
     elif kind == "k8s_list":
+        typed = with_list_kind(doc)
         for i, item in enumerate(doc["items"]):
-            _guard(res, lambda it=item, i=i: _k8s(res, it, _sub(locator, f"items[{i}]"), i, "LISTED",
-                                                   _cluster_of(res.path, None)),
+            _guard(res, lambda it=item, i=i: _k8s(res, typed(it), _sub(locator, f"items[{i}]"), i,
+                                                   "LISTED", _cluster_of(res.path, None)),
                    _sub(locator, f"items[{i}]"), i, item)
     elif kind == "runpod_billing":
         src = billing_source(doc)
@@ -178,30 +183,38 @@ def _one(res: FileResult, doc, locator: str, n: int) -> None:
     elif kind == "runpod_v1_billing":
         for i, rec in enumerate(doc):
             def one(rec=rec, i=i):
-                require(rec, "time", "timeBilledMs")
-                if not (rec.get("podId") or rec.get("endpointId")):
-                    raise BadRecord("v1 billing record has neither podId nor endpointId")
+                if not isinstance(rec, dict):
+                    raise BadRecord("billing record is not a JSON object")
+                require(rec, "time")
                 check_amounts(rec, AMOUNT_KEYS)
-                res.add("runpod_billing", _sub(locator, f"[{i}]"), i, rec,
-                        source="v1_pods" if rec.get("podId") else "v1_serverless", pulled_at=None)
+                res.add("runpod_billing", _sub(locator, f"[{i}]"), i, rec, source=v1_source(rec),
+                        pulled_at=None)
             _guard(res, one, _sub(locator, f"[{i}]"), i, rec)
     elif kind in ("runpod_inventory", "runpod_workers"):
-        xr = x_recon(doc)
+        xr = x_recon(doc) if isinstance(doc, dict) else {}
         if kind == "runpod_workers":
+            # GET /v2/serverless/{id}/workers does not name its endpoint: x_recon.endpointId
+            # (the connector's) lands with the workers; without it they land with none, and
+            # staging ties them to one by the other inputs (sql/staging/stg_runpod__worker_endpoints.sql)
             key, inv, ep = "workers", "workers", xr.get("endpointId")
-            if not ep or not isinstance(ep, str):
-                raise BadRecord("workers snapshot without x_recon.endpointId (the API response "
-                                "does not name its endpoint)")
+            ep = ep if isinstance(ep, str) and ep else None
+            items = doc[key]
+        elif isinstance(doc, list):  # a v1 response: the bare array
+            key, inv, ep, items = "", bare_inventory(doc), None, doc
         else:
             key = next(k for k in INVENTORY_KEYS if isinstance(doc.get(k), list))
-            inv, ep = INVENTORY_KEYS[key], None
-        for i, item in enumerate(doc[key]):
+            inv, ep, items = INVENTORY_KEYS[key], None, doc[key]
+        for i, item in enumerate(items):
             def one(item=item, i=i):
                 if not isinstance(item, dict) or not item.get("id"):
                     raise BadRecord(f"{key}[{i}] has no id")
                 res.add("runpod_inventory", _sub(locator, f"{key}[{i}]"), i, item, inventory_kind=inv,
                         endpoint_id=ep, pulled_at=text_or_none(xr.get("pulledAt")))
             _guard(res, one, _sub(locator, f"{key}[{i}]"), i, item)
+    elif kind == "runpod_inventory_item":  # GET /v2/pods/{id}, /v2/serverless/{id}: one object
+        inv = bare_inventory([doc])
+        res.add("runpod_inventory", locator, n, doc, inventory_kind=inv, endpoint_id=None,
+                pulled_at=text_or_none(x_recon(doc).get("pulledAt")))
     elif kind == "serverless_job":
         require(doc, "id", "endpointId", "completedAt")
         check_amounts(doc, ("delayTime", "executionTime"))
@@ -386,7 +399,7 @@ def read_file(path: Path, display: str) -> FileResult:
         return res
     res.kind = "unknown"
     first_line = text.splitlines()[0][:200] if text else ""
-    res.quarantine("file", 0, "not JSON, JSON Lines or a recognised format", first_line)
+    res.quarantine("file", 0, unrecognised_text(text), first_line)
     return res
 
 

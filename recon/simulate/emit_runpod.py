@@ -231,9 +231,20 @@ def _inventory(world: World, rp) -> list[str]:
         {"networkVolumes": vols, "x_recon": {"endpoint": "/v2/network-volumes",
                                               "pulledAt": iso(world.window_start + 60)}}, indent=1))
     files += ["inventory-serverless.json", "inventory-network-volumes.json"]
-    with open(rp / "serverless-workers.jsonl", "w", encoding="utf-8") as wf, \
+    verbatim = []  # endpoints whose workers responses are saved as the API returns them
+    with open(rp / "serverless-workers.jsonl", "w", encoding="utf-8") as collected, \
             open(rp / "serverless-jobs.jsonl", "w", encoding="utf-8") as jf:
-        for ep in world.endpoints:
+        for k, ep in enumerate(world.endpoints):
+            # the second endpoint's as a user saves GET /v2/serverless/{id}/workers with curl:
+            # no x_recon, the endpoint only in the path (runpod/serverless/<id>/workers.jsonl);
+            # staging ties its workers by the job records. One endpoint, not a share of them:
+            # staging re-reads such workers' jobs every run (stg_runpod__worker_endpoints.sql)
+            if k == 1 and ep.sessions:
+                verbatim.append(f"serverless/{ep.endpoint_id}/workers.jsonl")
+                (rp / verbatim[-1]).parent.mkdir(parents=True, exist_ok=True)
+                wf = open(rp / verbatim[-1], "w", encoding="utf-8")  # noqa: SIM115 - closed below
+            else:
+                wf = collected
             # alive = [s for s in ep.sessions if s.start_ms <= t < s.stop_ms], without the
             # quadratic scan: only sessions started within the longest session before t can
             # still run at t; the list keeps ep.sessions' order
@@ -253,15 +264,18 @@ def _inventory(world: World, rp) -> list[str]:
                            for s in alive]
                 summ = {"running": len(alive) - 1, "idle": 0, "initializing": 1, "throttled": 0,
                         "unhealthy": 0, "total": len(alive)}
-                wf.write(json.dumps({"endpointVersion": 1, "summary": summ, "workers": workers,
-                                     "x_recon": {"endpoint": "/v2/serverless/{id}/workers",
-                                                 "endpointId": ep.endpoint_id,
-                                                 "pulledAt": iso_ms(t)}}) + "\n")
+                body = {"endpointVersion": 1, "summary": summ, "workers": workers}
+                if wf is collected:
+                    body["x_recon"] = {"endpoint": "/v2/serverless/{id}/workers",
+                                       "endpointId": ep.endpoint_id, "pulledAt": iso_ms(t)}
+                wf.write(json.dumps(body) + "\n")
                 for jid, sub, (a, b) in zip(ws.job_ids, ws.submitted_ms, ws.exec_windows):
                     # json.dumps of the record, written out: ids are [a-z0-9-], numbers ints
                     jf.write(f'{{"id": "{jid}", "status": "COMPLETED", "delayTime": {a - sub}, '
                              f'"executionTime": {b - a}, "workerId": "{ws.worker_id}", '
                              f'"endpointId": "{ep.endpoint_id}", "submittedAt": "{iso_ms(sub)}", '
                              f'"completedAt": "{iso_ms(b)}"}}\n')
-    files += ["serverless-workers.jsonl", "serverless-jobs.jsonl"]
+            if wf is not collected:
+                wf.close()
+    files += ["serverless-workers.jsonl", "serverless-jobs.jsonl", *verbatim]
     return files

@@ -51,7 +51,14 @@ watched as (
         f.* exclude (scheduled_at),
         coalesce(f.scheduled_at, e.scheduled_event_at,
                  case when f.node_name is not null then f.kubelet_started_at end) as scheduled_at,
-        case when f.deleted then f.deletion_requested_at end as deleted_at,
+        -- the pod's removal: the earliest instant every version allows, the deletion request or,
+        -- if later, the main container's finish (the kubelet removes a pod once its containers
+        -- stopped). A real stream's DELETED version carries the request's deletionTimestamp with
+        -- grace 0 (the earlier ones the same instant + 30 s with grace 30): the request is the
+        -- grace period's start, not the removal. Not the collector's seenAt of the DELETED
+        -- event: a watch resumed after a pause, or history replayed, delivers it late.
+        case when f.deleted then greatest(f.deletion_requested_at, f.task_finished_at) end
+            as deleted_at,
         coalesce(f.task_finished_at, f.deletion_requested_at, '2100-01-01'::timestamptz) as window_end_at,
         'watch' as lifecycle_source
     from folded f

@@ -32,11 +32,14 @@ per_worker as (
 final as (
     select
         p.*,
-        coalesce(epoch_ms(w.started_at), least(p.first_submitted_ms, p.first_exec_ms)) as start_ms,
-        w.started_at is null as start_assumed,
+        coalesce(epoch_ms(least(w.started_at, r.started_at)),
+                 least(p.first_submitted_ms, p.first_exec_ms)) as start_ms,
+        w.started_at is null and r.started_at is null as start_assumed,
         coalesce(e.idle_timeout_seconds, cfg_int('serverless_idle_timeout_seconds')) * 1000 as idle_timeout_ms
     from per_worker p
     left join staging.stg_runpod__workers w using (endpoint_id, worker_id)
+    -- workers seen in responses that do not name their endpoint, tied to one by other inputs
+    left join staging.stg_runpod__worker_endpoints r using (endpoint_id, worker_id)
     left join staging.stg_runpod__endpoints e using (endpoint_id)
 )
 

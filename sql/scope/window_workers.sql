@@ -16,7 +16,11 @@ with final as (
     union
     select endpoint_id, worker_id
     from staging.stg_runpod__workers cross join scope.window w
-    where started_at >= w.lo and started_at < w.hi
+    where started_at >= w.lo and started_at < w.hi and endpoint_id is not null
+    union
+    select endpoint_id, worker_id
+    from staging.stg_runpod__worker_endpoints cross join scope.window w
+    where started_at >= w.lo and started_at < w.hi and endpoint_id is not null
 )
 
 select * from final

@@ -1,55 +1,21 @@
 -- grain: one row per raw record that staging could not use, with the reason.
 -- Together with the staging tables, this accounts for every landed raw row (checks/accounting).
--- incremental: append
-with pods as (
-    select source_file, record_no, locator, 'Pod metadata.creationTimestamp is not a timestamp: '
-           || coalesce(doc ->> '$.metadata.creationTimestamp', 'null') as reason, doc::varchar as record
-    from raw.k8s_objects
-    -- ts_ok: landing's verdict on this very cast (recon/ingest/reader.py TS_CHECKED); only rows
-    -- where it is not true are parsed (NULL: landed before it existed)
-    where kind = 'Pod' and ts_ok is not true
-      and try_cast(doc ->> '$.metadata.creationTimestamp' as timestamptz) is null
-),
-
-billing as (
-    select source_file, record_no, locator,
-           'billing bucket time is not a timestamp or ends before it starts: '
-           || coalesce(doc ->> '$.startTime', doc ->> '$.time', 'null') as reason, doc::varchar as record
-    from raw.runpod_billing
-    where coalesce(try_cast(coalesce(doc ->> '$.startTime', doc ->> '$.time') as timestamptz),
-                   '-infinity'::timestamptz) = '-infinity'::timestamptz
-       or (doc ->> '$.endTime' is not null
-           and coalesce(try_cast(doc ->> '$.endTime' as timestamptz) <= try_cast(doc ->> '$.startTime' as timestamptz), true))
-),
-
-jobs as (
-    -- completedAt is required; submittedAt is optional, but a present one must be a timestamp
-    -- (stg_runpod__jobs keeps neither kind of row; ts_ok covers both casts)
-    select source_file, record_no, locator,
-           case when try_cast(doc ->> '$.completedAt' as timestamptz) is null
-                then 'job completedAt is not a timestamp: ' || coalesce(doc ->> '$.completedAt', 'null')
-                else 'job submittedAt is not a timestamp: ' || (doc ->> '$.submittedAt') end as reason,
-           doc::varchar as record
-    from raw.serverless_jobs
-    where ts_ok is not true
-      and (try_cast(doc ->> '$.completedAt' as timestamptz) is null
-           or (doc ->> '$.submittedAt' is not null
-               and try_cast(doc ->> '$.submittedAt' as timestamptz) is null))
-),
-
-focus as (
-    select source_file, record_no, locator,
-           'FOCUS ChargePeriodStart/End is not a timestamp or the period is empty: '
-           || coalesce(doc ->> '$.ChargePeriodStart', 'null') || ' .. '
-           || coalesce(doc ->> '$.ChargePeriodEnd', 'null') as reason, doc::varchar as record
-    from raw.focus_rows
-    where coalesce(try_cast(doc ->> '$.ChargePeriodEnd' as timestamptz)
-                   > try_cast(doc ->> '$.ChargePeriodStart' as timestamptz), false) = false
+-- Two parts: records whose own values do not cast (staging.quarantine_casts, kept between runs),
+-- and workers whose endpoint no input names (staging.stg_runpod__worker_endpoints), which a file
+-- landed later may name: that part is decided again every run, so that a worker tied by a later
+-- day's job records is no longer reported. (Built whole every run: the casts' part is small.)
+with unnamed as (
+    -- every snapshot item of such a worker, with its file and locator
+    select r.source_file, r.record_no, r.locator, e.reason, r.doc::varchar as record
+    from raw.runpod_inventory r
+    join staging.stg_runpod__worker_endpoints e on e.worker_id = r.doc ->> '$.id'
+    where r.inventory_kind = 'workers' and r.endpoint_id is null and e.endpoint_id is null
 ),
 
 final as (
-    select * from pods union all select * from billing union all select * from jobs
-    union all select * from focus
+    select * from staging.quarantine_casts
+    union all
+    select * from unnamed
 )
 
 select * from final

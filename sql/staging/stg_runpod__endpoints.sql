@@ -7,8 +7,11 @@ final as (
     select
         doc ->> '$.id' as endpoint_id,
         doc ->> '$.name' as endpoint_name,
-        try_cast(doc ->> '$.workers.idleTimeout' as bigint) as idle_timeout_seconds,
-        try_cast(doc ->> '$.workers.min' as bigint) as workers_min,
+        -- v2 `Endpoint.workers` {min, max, idleTimeout}; a saved v1 endpoint has them at its top
+        coalesce(try_cast(doc ->> '$.workers.idleTimeout' as bigint),
+                 try_cast(doc ->> '$.idleTimeout' as bigint)) as idle_timeout_seconds,
+        coalesce(try_cast(doc ->> '$.workers.min' as bigint),
+                 try_cast(doc ->> '$.workersMin' as bigint)) as workers_min,
         try_cast(pulled_at as timestamptz) as snapshot_at
     from source
     qualify row_number() over (partition by doc ->> '$.id'

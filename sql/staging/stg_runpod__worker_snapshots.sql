@@ -1,6 +1,10 @@
 -- grain: one row per worker item of a landed workers snapshot: the fields stg_runpod__workers
 -- folds, typed. Each item is parsed once, in the run that lands its file (the fold used to parse
 -- every snapshot of history each run: +0.45 s a day of history at 500 nodes, bench/README.md).
+-- endpoint_id: x_recon.endpointId (the connector's); NULL for a response saved as the API
+-- returns it, whose endpoint is only in the URL. path_endpoint_id: then the endpoint the file's
+-- path may name (…/<endpointId>/workers.json, <endpointId>-workers.json, workers_<endpointId>.json);
+-- stg_runpod__worker_endpoints decides whether it is one.
 -- incremental: append
 -- bounds: key (endpoint_id, worker_id) span (pulled_at)
 with source as materialized (
@@ -9,7 +13,7 @@ with source as materialized (
         pulled_at,
         source_file,
         record_no,
-        json_transform(doc, '{"id": "VARCHAR", "startedAt": "VARCHAR"}') as j
+        json_transform(doc, '{"id": "VARCHAR", "startedAt": "VARCHAR", "uptimeSeconds": "VARCHAR"}') as j
     from raw.runpod_inventory
     where inventory_kind = 'workers'
 ),
@@ -19,9 +23,19 @@ final as (
         endpoint_id,
         j.id as worker_id,
         try_cast(j.startedAt as timestamptz) as started_at,
-        try_cast(pulled_at as timestamptz) as pulled_at,
+        -- x_recon.pulledAt; a response saved as returned says it too: a worker's startedAt +
+        -- uptimeSeconds is the instant it was read (openapi-v2 `Worker`; null until placed).
+        -- (A null pulled_at costs every refold of the workers its row-group skipping.)
+        coalesce(try_cast(pulled_at as timestamptz),
+                 try_cast(j.startedAt as timestamptz) + to_seconds(try_cast(j.uptimeSeconds as bigint)))
+            as pulled_at,
         source_file,
-        record_no
+        record_no,
+        case when endpoint_id is null then coalesce(
+            nullif(regexp_extract(source_file, '([^/\\]+)[/\\]workers(?:[/\\.][^/\\]*)?$', 1), ''),
+            nullif(regexp_extract(source_file, '[/\\]workers[-_]([A-Za-z0-9]+)(?:\.[^/\\]*)?$', 1), ''),
+            nullif(regexp_extract(source_file, '[/\\]([A-Za-z0-9]+)[-_.]workers(?:\.[^/\\]*)?$', 1), ''))
+        end as path_endpoint_id
     from source
 )
 

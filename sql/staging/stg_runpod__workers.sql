@@ -1,4 +1,6 @@
 -- grain: one row per serverless worker (endpoint_id, worker_id): when it was first seen started.
+-- endpoint_id NULL: workers responses that do not name their endpoint (one row per worker id;
+-- stg_runpod__worker_endpoints ties it to one).
 -- Refolded only for the workers a run's new snapshots name.
 -- incremental: recompute key (endpoint_id, worker_id) from stg_runpod__worker_snapshots
 -- bounds: key (endpoint_id, worker_id) span (last_seen_at) within (pulled_at)
@@ -8,9 +10,10 @@ with final as (
         worker_id,
         min(started_at) as started_at,
         min(pulled_at) as first_seen_at,
-        max(pulled_at) as last_seen_at
+        max(pulled_at) as last_seen_at,
+        min(path_endpoint_id) as path_endpoint_id
     from staging.stg_runpod__worker_snapshots
-    group by all
+    group by endpoint_id, worker_id
 )
 
 select * from final
