@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .emit_runpod import existence_end
-from .world import COOLDOWN, World
+from .world import World
 
 CATS = ("unobserved", "busy", "startup", "tail", "idle_gap")
 
@@ -29,7 +29,8 @@ def _day(t: int) -> str:
 def ground_truth(world: World, thresholds: dict) -> dict:
     rows: dict[tuple[str, str], dict] = {}
     findings: set[tuple[str, str, str]] = set()
-    expected_tail = COOLDOWN + thresholds["scale_down_grace_seconds"] + thresholds["tail_tolerance_seconds"]
+    # the fleet's batch pods are a ScaledJob's: no cooldownPeriod, the node's scale-down only
+    expected_tail = thresholds["scale_down_grace_seconds"] + thresholds["tail_tolerance_seconds"]
 
     def row(rid: str, kind: str, day: str) -> dict:
         key = (rid, day)
