@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .emit_runpod import existence_end
+from .keda import keda_findings
 from .world import World
 
 CATS = ("unobserved", "busy", "startup", "tail", "idle_gap")
@@ -156,6 +157,7 @@ def ground_truth(world: World, thresholds: dict) -> dict:
             if 86400 > thresholds["storage_lingering_age_seconds"]:
                 findings.add(("STORAGE_LINGERING", v.volume_id, day))
 
+    findings |= keda_findings(world, thresholds)
     return {
         "kind": "recon.GroundTruth",
         "seed": world.seed,

@@ -55,6 +55,7 @@ class Job:
     finished: int | None = None
     deleted: int | None = None
     exit_reason: str | None = None
+    replica_of: str | None = None  # a Deployment's replica (recon.simulate.keda), not a Job's pod
 
 
 @dataclass
@@ -126,6 +127,7 @@ class World:
     instances: list[Instance]
     endpoints: list[Endpoint]
     volumes: list[NetworkVolume]
+    keda_cycles: list = field(default_factory=list)  # recon.simulate.keda.Cycle
 
     @property
     def window_start(self) -> int:
@@ -316,5 +318,9 @@ def build_world(seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2
         eps.append(ep)
 
     vols = [NetworkVolume(volume_id=ids.short(10), size_gb=200, created=w0 - 86400 * 3)]
-    return World(seed=seed, start_day=start_day, days=days, instances=instances, endpoints=eps,
-                 volumes=vols)
+    world = World(seed=seed, start_day=start_day, days=days, instances=instances, endpoints=eps,
+                  volumes=vols)
+    from .keda import add_keda_fleet  # (it builds on this module's types)
+
+    add_keda_fleet(world)
+    return world
