@@ -40,6 +40,7 @@ def test_scaled_to_zero_35_minutes_after_the_cooldown_ended(tmp_path):
     KEDAScaleTargetDeactivated at 11:00:00. The replica's end 15 s later is its termination."""
     [f] = findings("late", tmp_path)
     code, rid, day, secs, amount, msg = f
+    code, rid, _, secs, amount, msg = f
     late = (11 * 3600) - (10 * 3600 + 20 * 60 + 300)
     assert late == 35 * 60
     assert (code, rid, day) == ("SCALE_TO_ZERO_LATE", "rpa1llm", "2026-06-01")
@@ -63,7 +64,7 @@ def test_n_to_1_is_the_hpas_and_the_node_tail_after_it_is_the_node_scale_down(tm
     (scale_down_grace_seconds 60 s) + tail_tolerance_seconds 60 s. The last replica's 1 → 0 was
     on time (10:30:00 + 300 s = 10:35:00, deactivated 10:35:10)."""
     [f] = findings("hpa-scale-in", tmp_path)
-    code, rid, day, secs, amount, msg = f
+    code, rid, _, secs, amount, msg = f
     tail = 30 * 60
     beyond = tail - (60 + 60)
     assert (code, rid) == ("BILLED_AFTER_EXIT", "rpb2llm")
@@ -79,7 +80,7 @@ def test_a_scaledjobs_node_tail_is_the_node_scale_down_not_a_cooldown(tmp_path):
     """A ScaledJob has no cooldownPeriod: its Job's pod finished 10:30:00, the node bills until
     10:45:00, and only the node scale-down (60 s) + tolerance (60 s) is expected."""
     [f] = findings("scaledjob", tmp_path)
-    code, rid, day, secs, amount, msg = f
+    code, rid, _, secs, amount, msg = f
     beyond = 15 * 60 - (60 + 60)
     assert (code, rid) == ("BILLED_AFTER_EXIT", "rpc3emb")
     assert secs == beyond and amount == money(beyond)
