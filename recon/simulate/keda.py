@@ -120,10 +120,10 @@ def add_keda_fleet(world: World) -> None:
                                        deactivated, (insts[0].pod_id, insts[1].pod_id)))
 
 
-def _object(rv: int, last_active: int, active: bool, reason: str, since: int) -> dict:
+def _object(rv: int, created: int, last_active: int, active: bool, reason: str, since: int) -> dict:
     return {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
             "metadata": {"name": TARGET, "namespace": NAMESPACE, "uid": SO_UID,
-                         "resourceVersion": str(rv), "generation": 1},
+                         "resourceVersion": str(rv), "generation": 1, "creationTimestamp": _ts(created)},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": TARGET},
                      "pollingInterval": POLLING, "cooldownPeriod": COOLDOWN,
                      "minReplicaCount": 0, "maxReplicaCount": 2,
@@ -167,7 +167,8 @@ def write_keda(world: World, k8s) -> list[str]:
         for k, (_, last, active, reason, since) in enumerate(versions):
             rv += 1
             lines.append({"type": "ADDED" if i == 0 and k == 0 else "MODIFIED",
-                          "object": _object(rv, last, active, reason, since)})
+                          "object": _object(rv, world.window_start - 86400, last, active, reason,
+                                            since)})
         events.append(_keda_event(3 * i, "KEDAScaleTargetActivated", c.activated,
                                   f"Scaled {target} from 0 to 1, triggered by rabbitMQScaler"))
         events.append(_keda_event(3 * i + 1, "KEDAScaleTargetDeactivated", c.deactivated,
