@@ -60,7 +60,8 @@ def run_checks(con, day) -> list[Step]:
     steps.append(s)
 
     late = _findings(con, day, "BILLED_AFTER_EXIT", "SCALE_TO_ZERO_LATE", "BILLED_EXCEEDS_RUNTIME")
-    s = Step("3. Scale to zero after cooldownPeriod (replicas and nodes)", not late)
+    s = Step("3. Scale to zero at last active + cooldownPeriod, nodes after their scale-down "
+             "(replicas and nodes)", not late)
     s.lines += [f"FAIL {code} {rid}: {msg}" for code, rid, msg in late]
     steps.append(s)
 

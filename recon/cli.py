@@ -486,39 +486,52 @@ def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing are
 
 
 @app.command("whatif")
-def whatif_cmd(cooldown: Optional[int] = typer.Option(None, min=0, help="KEDA cooldownPeriod, seconds"),
+def whatif_cmd(cooldown: Optional[int] = typer.Option(None, min=0,
+                                                      help="KEDA cooldownPeriod (1 → 0), seconds"),
+               stabilization: Optional[int] = typer.Option(
+                   None, min=0, help="HPA scaleDown stabilizationWindowSeconds (N → 1), seconds"),
                scale_down_delay: Optional[int] = typer.Option(None, min=0,
-                                                              help="Scale-down grace, seconds"),
+                                                              help="Node scale-down grace, seconds"),
                idle_timeout: Optional[int] = typer.Option(None, min=0,
                                                           help="Serverless idle timeout, s"),
                day_from: Optional[str] = typer.Option(None, "--from"),
                day_to: Optional[str] = typer.Option(None, "--to"),
                db: Path = typer.Option(Path("data/recon.duckdb"))):
-    """Re-price observed tails and serverless idle under other settings: money saved per workload.
+    """Re-price observed tails and serverless idle under other settings: the modelled cost at
+    today's settings, under the ones given, and the difference (money saved) per workload.
 
     Example: recon whatif --cooldown 60 --idle-timeout 2
     """
     from .whatif import aggregate, whatif
 
-    if cooldown is None and scale_down_delay is None and idle_timeout is None:
-        _fail("give --cooldown, --scale-down-delay and/or --idle-timeout")
+    if cooldown is None and stabilization is None and scale_down_delay is None and idle_timeout is None:
+        _fail("give --cooldown, --stabilization, --scale-down-delay and/or --idle-timeout")
     lo, hi = _window(day_from, day_to)
     con = _open_db(db, need_marts=True)
     # default: the days the last run built (all of them after a run without --from/--to)
     last = con.execute("select cfg('day_from')::date, cfg('day_to')::date").fetchone()
     lo, hi = lo or last[0], hi or last[1]
     try:
-        rows = aggregate(whatif(con, lo, hi, cooldown, scale_down_delay, idle_timeout))
+        res = whatif(con, lo, hi, cooldown, scale_down_delay, idle_timeout, stabilization)
     except ValueError as e:
         _fail(str(e))
-    t = _table("team", "namespace", "workload", "what", "observed s", "what-if s", "saved USD",
-               numeric=("observed s", "what-if s", "saved USD"),
+    rows = aggregate(res)
+    t = _table("team", "namespace", "workload", "what", "today s", "what-if s", "today USD",
+               "what-if USD", "saved USD",
+               numeric=("today s", "what-if s", "today USD", "what-if USD", "saved USD"),
                title="What if (model: see recon/whatif.py)", title_justify="left")
-    for team, ns, wl, kind, obs, new, saved in rows:
+    for team, ns, wl, kind, obs, new, base_usd, new_usd, saved in rows:
         t.add_row(*map(Text, (team, ns or "", wl or "", kind, f"{obs:,.0f}", f"{new:,.0f}",
-                              f"{saved:.2f}")))
+                              f"{base_usd:.2f}", f"{new_usd:.2f}", f"{saved:.2f}")))
     console.print(t)
-    console.print(f"Total saved: {sum((r[6] for r in rows), 0):.2f} USD")
+    base = sum((r[6] for r in rows), 0)
+    new = sum((r[7] for r in rows), 0)
+    console.print(f"Baseline (today's settings): {base:.2f} USD; what-if: {new:.2f} USD")
+    console.print(f"Total saved: {base - new:.2f} USD")
+    if res.not_scaled_down:
+        console.print(f"{res.not_scaled_down} compute session(s) left out: their nodes did not scale "
+                      "down within today's expected tail, so no setting explains them "
+                      "(BILLED_AFTER_EXIT holds their excess)")
 
 
 @app.command("check")

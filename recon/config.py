@@ -27,9 +27,11 @@ _STRICT = {"extra": "forbid"}  # pydantic's ConfigDict: an unknown key is an err
 @dataclass(frozen=True)
 class Thresholds:
     __pydantic_config__ = _STRICT
-    # KEDA's documented default cooldownPeriod; a ScaledObject in the input overrides it.
+    # KEDA's documented default cooldownPeriod (1 → 0 only): a ScaledObject in the input sets its
+    # own; allowed after the last task of a pod that no ScaledObject or ScaledJob owns.
     keda_cooldown_seconds: NonNegativeInt = 300
-    # Node drain + provider stop after the cooldown (cluster-autoscaler/Karpenter scale-down).
+    # A node's scale-down after its last pod ends (drain + cluster autoscaler/Karpenter or the
+    # provider stopping it): all a ScaledJob's node, or a replica's after KEDA or the HPA, may add.
     scale_down_grace_seconds: NonNegativeInt = 60
     # Extra slack before BILLED_AFTER_EXIT fires.
     tail_tolerance_seconds: NonNegativeInt = 60
@@ -51,7 +53,8 @@ class Thresholds:
     # the boot allowance, until its deletion) beyond this many seconds per session.
     billed_exceeds_runtime_tolerance_seconds: NonNegativeInt = 300
     node_boot_allowance_seconds: NonNegativeInt = 300
-    # SCALE_TO_ZERO_LATE: replicas alive after KEDA deactivation + cooldownPeriod + this.
+    # SCALE_TO_ZERO_LATE: KEDA scaled to zero later than last active + cooldownPeriod +
+    # pollingInterval + this.
     scale_to_zero_tolerance_seconds: NonNegativeInt = 60
     # SAVINGS_PLAN_EXPIRING: warn this many days before a plan's fixed expiry.
     savings_plan_expiry_warning_days: NonNegativeInt = 14

@@ -139,27 +139,32 @@ def test_unschedulable_gpu(tmp_path):
 
 
 def test_scale_to_zero_late(tmp_path):
-    so = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
-          "metadata": {"name": "infer", "namespace": "ml", "uid": "so-1"},
-          "spec": {"scaleTargetRef": {"name": "infer"}, "cooldownPeriod": 300}}
+    """KEDA scales to zero once status.lastActiveTime + cooldownPeriod has passed, then records
+    KEDAScaleTargetDeactivated: the delay is counted from last active + cooldown, not from the
+    event (the replica's end after the event is its termination, not lateness)."""
     deact = {"apiVersion": "v1", "kind": "Event",
              "metadata": {"uid": "ev-d", "name": "ev-d", "creationTimestamp": "2026-06-01T10:30:00Z"},
              "involvedObject": {"kind": "ScaledObject", "name": "infer", "namespace": "ml", "uid": "so-1"},
              "reason": "KEDAScaleTargetDeactivated", "type": "Normal",
              "firstTimestamp": None, "lastTimestamp": None, "eventTime": "2026-06-01T10:30:00.000000Z"}
-    for late, expected in ((True, ["SCALE_TO_ZERO_LATE"]), (False, [])):
-        w = World(tmp_path / str(late))
+    for last_active, expected in (("10:05", ["SCALE_TO_ZERO_LATE"]), ("10:25", [])):
+        so = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+              "metadata": {"name": "infer", "namespace": "ml", "uid": "so-1"},
+              "spec": {"scaleTargetRef": {"name": "infer"}, "cooldownPeriod": 300},
+              "status": {"lastActiveTime": f"2026-06-01T{last_active}:00Z"}}
+        w = World(tmp_path / last_active.replace(":", ""))
         w.node("n1", "pod1", t("10:00"), t("10:02"))
-        end = t("11:30") if late else t("10:34")
-        w.pod("infer-7d9c-x1", "n1", t("10:03"), t("10:05"), end)
-        w.compute("pod1", t("10:00"), end + timedelta(minutes=6), RATE)
+        w.pod("infer-7d9c-x1", "n1", t("10:03"), t("10:05"), t("10:30:20"))
+        w.compute("pod1", t("10:00"), t("10:31:20"), RATE)
         w.k8s_objects.append(so)
         w.events.append(deact)
         f = w.findings()
         assert codes(f) == expected
-        if late:
-            assert f[0][3] == Decimal(3600 - 300)
-            assert "cooldownPeriod 300 s" in f[0][5]
+        if expected:
+            late = 30 * 60 - (5 + 5) * 60  # 10:30 − (10:05 + 300 s)
+            assert f[0][3] == Decimal(late)
+            assert f[0][4] == (RATE * late / 3600).quantize(Decimal("0.000000000001"))
+            assert "cooldownPeriod 300 s" in f[0][5] and "final status.lastActiveTime" in f[0][5]
 
 
 def test_savings_plans_unused_and_expiring(tmp_path):

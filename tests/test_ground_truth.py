@@ -218,3 +218,41 @@ def test_workers_saved_without_their_endpoint_are_tied_at_scale(sim_run, marts):
     assert marts.execute("select count(*) from intermediate.int_serverless__worker_sessions s "
                          "semi join staging.stg_runpod__worker_endpoints e using (endpoint_id, worker_id) "
                          "where start_assumed").fetchone() == (0,)
+
+
+def test_keda_scale_to_zero_and_the_hpas_n_to_1_against_the_simulated_timeline(marts):
+    """The simulated ScaledObject (recon.simulate.keda): KEDA scales to zero at the first poll
+    after lastActiveTime + cooldownPeriod, every other day 20-60 min late; the HPA takes 2 → 1
+    after its 300 s stabilization window. From the simulator's own timeline: a late day's
+    SCALE_TO_ZERO_LATE counts deactivated − (last active + 300 s) on the last replica's node, a
+    timely day has none, and the N → 1 node's tail is its scale-down only (no BILLED_AFTER_EXIT)."""
+    from recon.simulate.keda import GPU
+    from recon.simulate.world import COOLDOWN, SAMPLE_GPU_PER_HOUR, build_world
+
+    world = build_world(seed=7, days=2, nodes=4, endpoints=2)  # conftest's sim_run
+    late = {r: (s, a) for r, s, a in marts.execute(
+        "select resource_id, seconds, amount_at_stake from marts.findings "
+        "where code = 'SCALE_TO_ZERO_LATE'").fetchall()}
+    kinds = dict(marts.execute("select resource_id, scaler from intermediate.int_resource__tail_model").fetchall())
+    after_exit = {r for (r,) in marts.execute(
+        "select resource_id from marts.findings where code = 'BILLED_AFTER_EXIT'").fetchall()}
+    seen = set()
+    for c in world.keda_cycles:
+        delay = c.deactivated - (c.last_active + COOLDOWN)
+        one, two = c.nodes
+        if delay > 30 + 60:
+            seen.add("late")
+            secs, amount = late[one]
+            assert secs == delay
+            assert abs(amount - SAMPLE_GPU_PER_HOUR[GPU] * delay / 3600) < Decimal("0.000000001")
+        else:
+            seen.add("timely")
+            assert one not in late
+        inst = next(i for i in world.instances if i.pod_id == two)
+        tail = inst.sessions[-1].stop - inst.jobs[-1].finished
+        assert kinds[two] == "hpa_scale_in" and kinds[one] == "scale_to_zero"
+        assert tail <= 120 and two not in after_exit and one not in after_exit
+        [(billed_after,)] = marts.execute("select billed_after_exit_seconds from marts.resource_day "
+                                          "where resource_id = ?", [two]).fetchall()
+        assert billed_after == tail
+    assert seen == {"late", "timely"}

@@ -3,6 +3,7 @@
 import re
 from datetime import date, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 from engine.build import World, t
 from typer.testing import CliRunner
@@ -16,22 +17,84 @@ from recon.whatif import whatif
 DAY = date(2026, 6, 1)
 
 
-def test_whatif_cooldown_prices_the_tail_it_would_cut(tmp_path):
-    w = World(tmp_path)
+def test_whatif_prices_a_tail_the_settings_explain_and_leaves_out_one_they_do_not(tmp_path):
+    """A node billed an hour after its task did not scale down as any setting says: a shorter
+    cooldown is not credited with that hour (it "saved" $3.48 of it). A node that left within
+    the expected tail is re-priced: cooldown + scale-down 60 + 60 s instead of 300 + 60 s."""
+    w = World(tmp_path / "late")
     w.node("n1", "pod1", t("10:00"), t("10:02"))
     w.pod("job-a", "n1", t("10:03"), t("10:05"), t("11:00"))
     w.compute("pod1", t("10:00"), t("12:00"), Decimal("3.60"))  # a one-hour tail at $0.001/s
-    run(w.write(), tmp_path / "db.duckdb")
-    con = connect(tmp_path / "db.duckdb", read_only=True)
+    run(w.write(), tmp_path / "late.duckdb")
+    con = connect(tmp_path / "late.duckdb", read_only=True)
+    res = whatif(con, DAY, DAY, cooldown_s=60, grace_s=60)
+    assert res == [] and res.not_scaled_down == 1
+    r = CliRunner().invoke(app, ["whatif", "--db", str(tmp_path / "late.duckdb"), "--cooldown", "60",
+                                 "--scale-down-delay", "60"], terminal_width=200)
+    assert r.exit_code == 0 and "Total saved: 0.00 USD" in r.output
+    assert "1 compute session(s) left out: their nodes did not scale down" in r.output
+    w = World(tmp_path / "ok")
+    w.node("n1", "pod1", t("10:00"), t("10:02"))
+    w.pod("job-a", "n1", t("10:03"), t("10:05"), t("11:00"))
+    w.compute("pod1", t("10:00"), t("11:06"), Decimal("3.60"))  # 360 s ≤ 300 + 60 + 60
+    run(w.write(), tmp_path / "ok.duckdb")
+    con = connect(tmp_path / "ok.duckdb", read_only=True)
     [s] = whatif(con, DAY, DAY, cooldown_s=60, grace_s=60)
-    assert (s.workload, s.team, s.kind) == ("job-a", "vision", "tail")
-    assert s.observed_seconds == 3600 and s.whatif_seconds == 120
-    assert abs(s.saved_usd - Decimal("3.48")) < Decimal("0.000001")
+    assert (s.workload, s.team, s.kind) == ("job-a", "vision", "tail (unknown)")
+    assert (s.observed_seconds, s.whatif_seconds) == (360, 120)  # min(360, 300 + 60), min(360, 60 + 60)
+    assert (s.baseline_usd, s.whatif_usd, s.saved_usd) == (Decimal("0.36"), Decimal("0.12"), Decimal("0.24"))
     [s] = whatif(con, DAY, DAY, cooldown_s=7200)
     assert s.saved_usd == 0  # a longer cooldown never saves what was not billed
-    r = CliRunner().invoke(app, ["whatif", "--db", str(tmp_path / "db.duckdb"), "--cooldown", "60",
-                                 "--scale-down-delay", "60"], terminal_width=200)
-    assert r.exit_code == 0 and "Total saved: 3.48 USD" in r.output
+
+
+REFERENCE = Path(__file__).parent / "reference" / "keda"
+
+
+def test_whatif_a_longer_cooldown_never_saves_and_the_baseline_is_shown(tmp_path):
+    """tests/reference/keda/timely: KEDA scaled rpa1llm's replica to zero on time after
+    cooldownPeriod 300 s; the node left 60 s after the replica ($0.001/s). The model at today's
+    settings: 300 s of cooldown while the replica lived + 60 s of node scale-down = 360 s, $0.36.
+    --cooldown 600 (longer than the configured 300) costs 300 s more: −$0.30, never a saving
+    (it was $0.00 saved only because the observed tail bounded it)."""
+    db = tmp_path / "db.duckdb"
+    run(REFERENCE / "timely", db)
+    con = connect(db, read_only=True)
+    [s] = whatif(con, DAY, DAY, cooldown_s=600)
+    assert s.kind == "tail (scale_to_zero)"
+    assert (s.observed_seconds, s.whatif_seconds) == (300 + 60, 600 + 60)
+    assert s.baseline_usd == Decimal(360) / 1000 and s.whatif_usd == Decimal(660) / 1000
+    assert s.saved_usd == -Decimal(300) / 1000
+    [s] = whatif(con, DAY, DAY, cooldown_s=60)
+    assert s.saved_usd == Decimal(300 - 60) / 1000
+    [s] = whatif(con, DAY, DAY, stabilization_s=60)  # N → 1 is the HPA's: not this replica's
+    assert s.saved_usd == 0
+    r = CliRunner().invoke(app, ["whatif", "--db", str(db), "--cooldown", "600"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert "Baseline (today's settings): 0.36 USD; what-if: 0.66 USD" in r.output
+    assert "Total saved: -0.30 USD" in r.output
+
+
+def test_whatif_stabilization_reprices_the_hpas_n_to_1(tmp_path):
+    """tests/reference/keda/hpa-scale-in: rpb2llm's replica went in the HPA's 2 → 1, but its
+    node billed 30 min after it (beyond the expected 120 s): left out. rpa1llm's replica went
+    1 → 0 on time: --stabilization does not touch it, --cooldown does."""
+    db = tmp_path / "db.duckdb"
+    run(REFERENCE / "hpa-scale-in", db)
+    con = connect(db, read_only=True)
+    res = whatif(con, DAY, DAY, stabilization_s=60)
+    assert res.not_scaled_down == 1 and [(s.resource_id, s.saved_usd) for s in res] == [("rpa1llm", 0)]
+
+
+def test_whatif_stabilization_on_the_simulated_hpa_scale_ins(sim_run):
+    """The simulated ScaledObject's 2 → 1 each day (recon.simulate.keda): a 60 s window instead
+    of the default 300 s takes 240 s off each, at the node's billed cost per second."""
+    con = connect(sim_run["db"], read_only=True)
+    res = [s for s in whatif(con, DAY, DAY + timedelta(days=1), stabilization_s=60)
+           if s.kind == "tail (hpa_scale_in)"]
+    assert len(res) == 2
+    for s in res:
+        assert s.observed_seconds - s.whatif_seconds == 300 - 60
+        assert s.saved_usd > 0 and s.saved_usd == s.baseline_usd - s.whatif_usd
 
 
 def test_whatif_idle_timeout_on_the_simulated_endpoints(sim_run):

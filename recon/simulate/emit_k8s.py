@@ -10,6 +10,7 @@ from functools import lru_cache
 import numpy as np
 import orjson
 
+from .keda import write_keda
 from .world import CLUSTER, COOLDOWN, POLLING, PROBE_FAILURES, PROBE_PERIOD, Instance, Job, World
 
 
@@ -85,8 +86,11 @@ def _pod_base(job: Job, team: str) -> dict:
         "metadata": {
             "name": job.name, "namespace": job.namespace, "uid": job.uid,
             "creationTimestamp": ts(job.created), "generateName": job.name[:-5],
-            "labels": {"app": "batch-infer", "team": team, "scaledjob.keda.sh/name": "batch-infer"},
-            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job.name[:-6],
+            "labels": ({"app": job.replica_of, "team": team, "pod-template-hash": job.name.split("-")[-2]}
+                       if job.replica_of else
+                       {"app": "batch-infer", "team": team, "scaledjob.keda.sh/name": "batch-infer"}),
+            "ownerReferences": [{"apiVersion": "apps/v1" if job.replica_of else "batch/v1",
+                                 "kind": "ReplicaSet" if job.replica_of else "Job", "name": job.name[:-6],
                                  "uid": job.uid[::-1], "controller": True}],
         },
         "spec": {
@@ -98,7 +102,7 @@ def _pod_base(job: Job, team: str) -> dict:
                                  "periodSeconds": PROBE_PERIOD, "failureThreshold": PROBE_FAILURES},
                 "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 10},
             }],
-            "restartPolicy": "OnFailure",
+            "restartPolicy": "Always" if job.replica_of else "OnFailure",
             "schedulerName": "default-scheduler",
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         },
@@ -312,4 +316,4 @@ def write_k8s(world: World, out, rv: RV) -> list[str]:
                                 "metadata": {"resourceVersion": ""}, "items": events}, 1))
     with open(k8s / "keda.json", "w", encoding="utf-8") as f:
         json.dump(scaled_objects(), f, indent=1)
-    return files + ["nodes-watch.json", "events.json", "keda.json"]
+    return files + ["nodes-watch.json", "events.json", "keda.json"] + write_keda(world, k8s)

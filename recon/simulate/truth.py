@@ -12,8 +12,9 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .emit_runpod import existence_end, instance_hours, per_gb_second
+from .keda import keda_findings
 from .world import (
-    COOLDOWN, SAMPLE_DISK_RUNNING_GB_MONTH, SAMPLE_VOLUME_STOPPED_GB_MONTH, Instance, World,
+    SAMPLE_DISK_RUNNING_GB_MONTH, SAMPLE_VOLUME_STOPPED_GB_MONTH, Instance, World,
 )
 
 CATS = ("unobserved", "busy", "startup", "tail", "idle_gap")
@@ -31,7 +32,8 @@ def _day(t: int) -> str:
 def ground_truth(world: World, thresholds: dict) -> dict:
     rows: dict[tuple[str, str], dict] = {}
     findings: set[tuple[str, str, str]] = set()
-    expected_tail = COOLDOWN + thresholds["scale_down_grace_seconds"] + thresholds["tail_tolerance_seconds"]
+    # the fleet's batch pods are a ScaledJob's: no cooldownPeriod, the node's scale-down only
+    expected_tail = thresholds["scale_down_grace_seconds"] + thresholds["tail_tolerance_seconds"]
 
     def row(rid: str, kind: str, day: str) -> dict:
         key = (rid, day)
@@ -159,6 +161,7 @@ def ground_truth(world: World, thresholds: dict) -> dict:
             if 86400 > thresholds["storage_lingering_age_seconds"]:
                 findings.add(("STORAGE_LINGERING", v.volume_id, day))
 
+    findings |= keda_findings(world, thresholds)
     return {
         "kind": "recon.GroundTruth",
         "seed": world.seed,

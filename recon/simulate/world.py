@@ -29,7 +29,10 @@ SAMPLE_VOLUME_STOPPED_GB_MONTH = Decimal("0.20")
 SAMPLE_NETWORK_VOLUME_GB_MONTH = Decimal("0.07")
 HOURS_PER_MONTH = 730
 CLUSTER = "sim-cluster"
-COOLDOWN = 300
+COOLDOWN = 300  # a ScaledObject's cooldownPeriod (1 → 0 only); a ScaledJob has none
+# After a ScaledJob's last Job the node stays only for its scale-down (cluster autoscaler or the
+# provider): within scale_down_grace_seconds + tail_tolerance_seconds (60 + 60 s by default).
+NODE_SCALE_DOWN = (20, 90)
 POLLING = 30
 PROBE_PERIOD = 10
 PROBE_FAILURES = 30  # startup budget = 300 s
@@ -53,6 +56,7 @@ class Job:
     finished: int | None = None
     deleted: int | None = None
     exit_reason: str | None = None
+    replica_of: str | None = None  # a Deployment's replica (recon.simulate.keda), not a Job's pod
 
 
 @dataclass
@@ -124,6 +128,7 @@ class World:
     instances: list[Instance]
     endpoints: list[Endpoint]
     volumes: list[NetworkVolume]
+    keda_cycles: list = field(default_factory=list)  # recon.simulate.keda.Cycle
 
     @property
     def window_start(self) -> int:
@@ -246,7 +251,7 @@ def build_world(seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2
                     start = max(start, inst.sessions[-1].stop + 600)
                     if start >= end:
                         break
-                _session(rng, ids, inst, start, n_jobs, COOLDOWN + rng.randint(20, 90), team)
+                _session(rng, ids, inst, start, n_jobs, rng.randint(*NODE_SCALE_DOWN), team)
             inst.created = inst.sessions[0].start
             continue
         for d in range(days):
@@ -263,7 +268,7 @@ def build_world(seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2
                     _session(rng, ids, inst, s, n_jobs, 2 * 3600 + rng.randint(0, 3600), team,
                              budget_breaker=True)
                 else:
-                    _session(rng, ids, inst, s, n_jobs, COOLDOWN + rng.randint(20, 90), team)
+                    _session(rng, ids, inst, s, n_jobs, rng.randint(*NODE_SCALE_DOWN), team)
                 inst.terminated = inst.sessions[-1].stop
                 inst.billed = role != "unbilled"
 
@@ -325,5 +330,9 @@ def build_world(seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2
         brief.node_name, brief.mapping, brief.billing_format = None, "none", "v1"
         brief.sessions.append(Session(start=born, stop=gone, node_uid="", node_registered=born,
                                       node_ready=born))
-    return World(seed=seed, start_day=start_day, days=days, instances=instances, endpoints=eps,
-                 volumes=vols)
+    world = World(seed=seed, start_day=start_day, days=days, instances=instances, endpoints=eps,
+                  volumes=vols)
+    from .keda import add_keda_fleet  # (it builds on this module's types)
+
+    add_keda_fleet(world)
+    return world

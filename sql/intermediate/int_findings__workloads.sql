@@ -93,43 +93,49 @@ bad_spec as (
     where gpus_requested > 0 and gpus_requested <> gpus
 ),
 
-deactivations as (
-    select e.cluster, e.object_namespace as namespace, e.object_name as scaled_object, e.last_at as deactivated_at,
-           o.target_name, o.cooldown_seconds
-    from staging.stg_k8s__events e
-    join staging.stg_k8s__scaled_objects o
-      on o.cluster = e.cluster and o.kind = 'ScaledObject' and o.namespace = e.object_namespace
-     and o.name = e.object_name
-    where e.object_kind = 'ScaledObject' and e.reason = 'KEDAScaleTargetDeactivated'
+late_deactivations as (
+    -- lateness is deactivated_at − (last active + cooldownPeriod): KEDA polls every
+    -- pollingInterval, so a scale to zero within one interval (+ the tolerance) is on time
+    select d.*, epoch_ms(d.deactivated_at) - epoch_ms(d.due_at) as late_ms
+    from intermediate.int_keda__deactivations d
+    where d.due_at is not null
+      and epoch_ms(d.deactivated_at) - epoch_ms(d.due_at)
+          > (d.polling_interval_seconds + cfg_int('scale_to_zero_tolerance_seconds')) * 1000
 ),
 
 late_replicas as (
-    select d.*, w.resource_id, w.pod_name, w.gpus, w.window_end_at,
-           d.deactivated_at + to_seconds(d.cooldown_seconds) as due_at
-    from deactivations d
+    -- the target's replicas that lived through the delay: each is billed [due, deactivated)
+    select d.*, w.resource_id, w.pod_name, w.gpus,
+           greatest(w.scheduled_at, d.due_at) as late_from,
+           least(w.window_end_at, d.deactivated_at) as late_until
+    from late_deactivations d
     join intermediate.int_resource__workloads w
-      on w.cluster = d.cluster and w.namespace = d.namespace and starts_with(w.pod_name, d.target_name || '-')
-     and w.scheduled_at < d.deactivated_at
-     and w.window_end_at > d.deactivated_at + to_seconds(d.cooldown_seconds + cfg_int('scale_to_zero_tolerance_seconds'))
+      on w.cluster is not distinct from d.cluster and w.namespace = d.namespace
+     and starts_with(w.pod_name, d.target_name || '-')
+     and w.scheduled_at < d.deactivated_at and w.window_end_at > d.due_at
 ),
 
 scale_to_zero as (
     select
         'SCALE_TO_ZERO_LATE', 'warning', l.resource_id, cast(date_trunc('day', l.due_at) as date),
-        min(l.due_at), max(least(l.window_end_at, '2100-01-01'::timestamptz)),
-        sum(epoch_ms(least(l.window_end_at, '2100-01-01'::timestamptz)) - epoch_ms(l.due_at)),
-        cast(sum(r.compute_rate_per_hour * (epoch_ms(least(l.window_end_at, '2100-01-01'::timestamptz)) - epoch_ms(l.due_at))
+        min(l.late_from), max(l.late_until),
+        sum(epoch_ms(l.late_until) - epoch_ms(l.late_from)),
+        cast(sum(r.compute_rate_per_hour * (epoch_ms(l.late_until) - epoch_ms(l.late_from))
                  / 3600000 * l.gpus / greatest(coalesce(c.gpus, l.gpus), l.gpus)) as decimal(38, 12)),
-        count(*) || ' replica(s) of ' || any_value(l.namespace) || '/' || any_value(l.target_name)
-            || ' kept running on ' || l.resource_id || ' after KEDA deactivated ScaledObject '
-            || any_value(l.scaled_object) || ' at ' || strftime(min(l.deactivated_at), '%Y-%m-%dT%H:%M:%SZ')
-            || '; cooldownPeriod ' || any_value(l.cooldown_seconds) || ' s + scale_to_zero_tolerance_seconds '
-            || cfg_int('scale_to_zero_tolerance_seconds') || ' s had passed (last replica ended '
-            || strftime(max(least(l.window_end_at, '2100-01-01'::timestamptz)), '%Y-%m-%dT%H:%M:%SZ') || ').'
+        'KEDA scaled ScaledObject ' || any_value(l.namespace) || '/' || any_value(l.name) || ' to zero at '
+            || strftime(l.deactivated_at, '%Y-%m-%dT%H:%M:%SZ') || ', ' || (any_value(l.late_ms) // 1000)
+            || ' s after it was due: last active ' || strftime(any_value(l.last_active_at), '%Y-%m-%dT%H:%M:%SZ')
+            || ' (from ' || any_value(l.last_active_source) || ') + cooldownPeriod '
+            || any_value(l.cooldown_seconds) || ' s = ' || strftime(l.due_at, '%Y-%m-%dT%H:%M:%SZ')
+            || '; more than pollingInterval ' || any_value(l.polling_interval_seconds)
+            || ' s + scale_to_zero_tolerance_seconds ' || cfg_int('scale_to_zero_tolerance_seconds') || ' s. '
+            || count(*) || ' replica(s) of ' || any_value(l.namespace) || '/' || any_value(l.target_name)
+            || ' ran on ' || l.resource_id || ' through the delay: '
+            || ((sum(epoch_ms(l.late_until) - epoch_ms(l.late_from))) // 1000) || ' s billed.'
     from late_replicas l
     left join intermediate.int_runpod__pod_rates r on r.pod_id = l.resource_id
     left join intermediate.int_resource__gpu_capacity c using (resource_id)
-    group by l.resource_id, l.cluster, l.scaled_object, l.deactivated_at, l.due_at
+    group by l.resource_id, l.cluster, l.namespace, l.name, l.deactivated_at, l.due_at
 ),
 
 final as (

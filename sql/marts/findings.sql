@@ -6,51 +6,41 @@
 -- idle nodes' idle_gap holds it); RATE_MISMATCH is price, not time.
 with settings as (
     select
-        coalesce((select max(cooldown_seconds) from staging.stg_k8s__scaled_objects),
-                 cfg_int('keda_cooldown_seconds')) as cooldown_s,
-        cfg_int('scale_down_grace_seconds') as grace_s,
-        cfg_int('tail_tolerance_seconds') as tolerance_s,
         cfg_int('storage_lingering_age_seconds') as lingering_age_s,
         cfg_int('serverless_idle_tolerance_seconds') as idle_tol_s,
         cfg_int('billed_without_activity_min_seconds') as bwa_min_s
 ),
 
-last_task as (
-    select w.resource_id, s.session_id, arg_max(w.namespace || '/' || w.pod_name, w.window_end_at) as last_pod,
-           min(w.node_name) as node_name
-    from intermediate.int_resource__workloads w
-    join intermediate.int_resource__session_context s
-      on s.resource_id = w.resource_id and w.window_end_at = s.last_finished_at
-    group by all
+-- the tail each session may have after its last task, by what ended that task (the model and its
+-- parts: intermediate.int_resource__tail_model)
+tails as (
+    select m.*, m.last_finished_at + to_seconds(m.allowed_seconds) as allowed_until
+    from intermediate.int_resource__tail_model m
+    where epoch_ms(m.end_at) - epoch_ms(m.last_finished_at) > m.allowed_seconds * 1000
 ),
 
 after_exit as (
     select
         'BILLED_AFTER_EXIT' as code, 'warning' as severity, s.resource_id,
         cast(date_trunc('day', s.last_finished_at) as date) as day,
-        s.last_finished_at + to_seconds(t.cooldown_s + t.grace_s + t.tolerance_s) as window_start,
+        s.allowed_until as window_start,
         s.end_at as window_end,
-        epoch_ms(s.end_at) - epoch_ms(s.last_finished_at) - (t.cooldown_s + t.grace_s + t.tolerance_s) * 1000 as ms,
+        epoch_ms(s.end_at) - epoch_ms(s.allowed_until) as ms,
         (select sum(cast(g.amount_usd * (epoch_ms(least(g.seg_end, s.end_at, s.covered_until + to_seconds(cfg_int('billed_exceeds_runtime_tolerance_seconds'))))
-                     - epoch_ms(greatest(g.seg_start, s.last_finished_at + to_seconds(t.cooldown_s + t.grace_s + t.tolerance_s))))
+                     - epoch_ms(greatest(g.seg_start, s.allowed_until)))
                      / g.ms as decimal(38, 12)))
            from intermediate.int_resource__instance_segments g
           where g.session_id = s.session_id and g.category = 'tail'
-            and g.seg_end > s.last_finished_at + to_seconds(t.cooldown_s + t.grace_s + t.tolerance_s)) as amount_at_stake,
-        'Runpod pod ' || s.resource_id || ' (node ' || coalesce(l.node_name, '?') || ') kept billing compute for '
+            and g.seg_end > s.allowed_until) as amount_at_stake,
+        'Runpod pod ' || s.resource_id || ' (node ' || coalesce(s.node_name, '?') || ') kept billing compute for '
             || ((epoch_ms(s.end_at) - epoch_ms(s.last_finished_at)) // 1000) || ' s after its last task ('
-            || coalesce(l.last_pod, '?') || ') finished at ' || strftime(s.last_finished_at, '%Y-%m-%dT%H:%M:%SZ')
+            || coalesce(s.last_pod, '?') || ') finished at ' || strftime(s.last_finished_at, '%Y-%m-%dT%H:%M:%SZ')
             || '; compute stopped at ' || strftime(s.end_at, '%Y-%m-%dT%H:%M:%SZ') || '. Expected tail at most '
-            || (t.cooldown_s + t.grace_s + t.tolerance_s) || ' s (KEDA cooldownPeriod ' || t.cooldown_s
-            || ' s + scale_down_grace_seconds ' || t.grace_s || ' s + tail_tolerance_seconds ' || t.tolerance_s || ' s): '
+            || s.allowed_seconds || ' s (' || s.allowed_parts || '): '
             -- the finding's seconds, said in words (the table's seconds were not the message's)
-            || (ms // 1000) || ' s billed beyond it.'
+            || ((epoch_ms(s.end_at) - epoch_ms(s.allowed_until)) // 1000) || ' s billed beyond it.'
             as message
-    from intermediate.int_resource__session_context s
-    cross join settings t
-    left join last_task l using (session_id)
-    where s.mapped and s.workloads > 0 and s.last_finished_at < s.end_at
-      and epoch_ms(s.end_at) - epoch_ms(s.last_finished_at) > (t.cooldown_s + t.grace_s + t.tolerance_s) * 1000
+    from tails s
 ),
 
 lingering as (

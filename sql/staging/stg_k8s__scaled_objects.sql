@@ -1,6 +1,9 @@
 -- grain: one row per KEDA ScaledObject / ScaledJob (cluster, kind, namespace, name), latest version.
 -- incremental: key (cluster, kind, namespace, name) order (try_cast(resource_version as hugeint) desc nulls last, source_file desc, record_no desc)
 -- (that header is the dedupe: the build keeps one row per key, the first in that order)
+-- cooldownPeriod is KEDA's and only for a ScaledObject's 1 → 0 (a ScaledJob has none); N → 1 is
+-- the HPA's, held by behavior.scaleDown.stabilizationWindowSeconds, 300 s when unset
+-- (k8s.io/api autoscaling/v2 HPAScalingRules: "For scale down: 300").
 with source as (
     select * from raw.k8s_objects where kind in ('ScaledObject', 'ScaledJob')
 ),
@@ -16,6 +19,10 @@ final as (
         case when kind = 'ScaledObject'
              then coalesce(try_cast(doc ->> '$.spec.cooldownPeriod' as bigint), 300) end
             as cooldown_seconds,
+        case when kind = 'ScaledObject'
+             then coalesce(try_cast(doc ->> '$.spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds'
+                                    as bigint), 300) end
+            as stabilization_seconds,
         coalesce(try_cast(doc ->> '$.spec.minReplicaCount' as bigint), 0) as min_replicas,
         resource_version,
         source_file,
