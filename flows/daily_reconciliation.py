@@ -102,6 +102,9 @@ def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
     log.info("%s: landed %d files: %d records in = %d loaded + %d quarantined + %d skipped; "
              "%d quarantined in staging", _window(day, last_day), len(res.files), res.records_in,
              res.loaded, res.quarantined, res.skipped, res.staging_quarantined)
+    for f in res.files:
+        for w in f.warnings:
+            log.warning("%s", w)
     if res.quarantined or res.staging_quarantined:
         log.warning("%d record(s) quarantined: run `recon quarantine --db %s`",
                     res.quarantined + res.staging_quarantined, db)

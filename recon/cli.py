@@ -139,6 +139,8 @@ def print_summary(res) -> None:
                       f"quarantined ({', '.join(parts)}; see `recon quarantine`)[/yellow]")
         if f.kind == "settling":
             err.print(f"[yellow]{escape(str(f.path))}: {escape(str(f.skip_reason))}[/yellow]")
+        for w in f.warnings:
+            err.print(f"[yellow]warning: {escape(w)}[/yellow]")
 
 
 @app.command()

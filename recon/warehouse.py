@@ -199,6 +199,7 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
             display = str(p.resolve())
             size, mtime = _stat_key(p)
             old = known.get(display)
+            future = _future_warning(display, mtime, settle_seconds, now_ns)
             if _settling(mtime, settle_seconds, now_ns) and _stat_changed(old, size, mtime):
                 r = FileResult(path=display, unchanged=old is not None)
                 r.kind = "settling"
@@ -238,6 +239,9 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
             con.execute("insert into _recon_landed_files select txid_current(), ?", [display])
             _record_stat(con, display, size, mtime, digest)
             r.rows = {}
+            if future:
+                log.info("%s", future)
+                r.warnings.append(future)
             results.append(r)
             if progress:
                 progress(i + 1, len(files), p.name)
@@ -287,8 +291,21 @@ def _note_first_rowids(con) -> None:
 
 
 def _settling(mtime: int, settle_seconds: float, now_ns: int) -> bool:
-    """Modified less than `settle_seconds` ago: still being written."""
-    return bool(settle_seconds) and now_ns - mtime < settle_seconds * 1e9
+    """Modified less than `settle_seconds` ago: still being written. A modification time in
+    the future (a clock set wrong, a file copied from a host ahead of this one) says nothing
+    about when the file was last written: waiting for it would hold the file back until this
+    clock passes it, days perhaps, so it counts as settled (and `_future_warning` says so)."""
+    return bool(settle_seconds) and 0 <= now_ns - mtime < settle_seconds * 1e9
+
+
+def _future_warning(display: str, mtime: int, settle_seconds: float, now_ns: int) -> str | None:
+    """With a settle time, what to say of a file modified in the future (None: it is not)."""
+    if not settle_seconds or mtime <= now_ns:
+        return None
+    ahead = (mtime - now_ns) / 1e9
+    return (f"{display}: modified {ahead:.0f} s in the future (this host's clock or the "
+            f"writer's is wrong); taken as settled and landed without waiting "
+            f"{settle_seconds:g} s")
 
 
 def _stat_changed(old, size: int, mtime: int) -> bool:

@@ -923,3 +923,31 @@ def test_the_window_keeps_an_event_that_carries_a_last_time_only(daily, tmp_path
     run(sim, tmp_path / "w.duckdb", day_from=date(2026, 6, 3), day_to=date(2026, 6, 3))
     assert seen["staged"] == [(None, "2026-06-03 12:00:00+00")]
     assert seen["scoped"] == 1
+
+
+def test_a_file_modified_in_the_future_is_landed_with_a_warning(sim_run, tmp_path):
+    """A future mtime (a clock set wrong) said "modified -172800 s ago" and held the file back
+    for two days with a settle time: it is taken as settled, and the run says which file and
+    how far ahead its clock was."""
+    import time as _time
+
+    from recon.warehouse import load_folder
+
+    land = tmp_path / "land"
+    land.mkdir()
+    bill = land / "billing-account.json"
+    shutil.copy(sim_run["root"] / "input" / "runpod" / "billing-account.json", bill)
+    ahead = _time.time() + 2 * 86400
+    os.utime(bill, (ahead, ahead))
+    con = connect(None)
+    [r] = load_folder(con, land, settle_seconds=600)
+    assert r.kind != "settling" and r.loaded > 0 and not r.skip_reason
+    [w] = r.warnings
+    assert str(bill.resolve()) in w and "in the future" in w
+    assert 172790 <= float(re.search(r"modified (\d+) s in the future", w).group(1)) <= 172800
+    assert con.execute("select records_loaded from raw.files").fetchone()[0] == r.loaded
+    # a file modified a moment ago still waits
+    now = _time.time()
+    os.utime(bill, (now, now))
+    [r] = load_folder(connect(None), land, settle_seconds=600)
+    assert r.kind == "settling" and not r.warnings
