@@ -11,6 +11,8 @@ Deployed: `prefect.yaml` (deployment `daily-reconciliation`, 02:30 UTC for the d
 from __future__ import annotations
 
 import argparse
+import html
+import re
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -193,8 +195,17 @@ def _cell(v) -> str:
     return str(v)
 
 
+# Markdown's own punctuation where data may stand: `[text](url)` would be a link, `|` would end
+# the table cell, a backtick a code span
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
 def _md(v) -> str:
-    return _cell(v).replace("|", "\\|").replace("\n", " ")
+    """A value from data (pod, namespace and file names, messages quoting them) as text in a
+    markdown table cell: the UI renders HTML in markdown, so `<img>`/`<svg>` from a pod name
+    would be rendered; its &, < and > become entities, and markdown's punctuation is escaped."""
+    text = html.escape(_cell(v), quote=False)
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("\r", " ").replace("\n", " ")
 
 
 def _usd(v) -> str:

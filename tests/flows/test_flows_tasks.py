@@ -135,6 +135,27 @@ def test_markdown_escapes_cells():
     assert "pod\\|x" in md and "a \\| b c" in md and "No billed resource" in md
 
 
+def test_markdown_renders_no_markup_from_data():
+    """The summary artifact rendered `<img>`/`<svg>` from pod and namespace names (only `|` and
+    newlines were escaped): HTML from data is shown as text, and so is a markdown link."""
+    from decimal import Decimal
+
+    from flows.daily_reconciliation import render_markdown
+
+    f = {"code": "BILLED_AFTER_EXIT", "severity": "warning",
+         "resource_id": "<img src=x onerror=alert(1)>",
+         "amount_at_stake": Decimal("2"),
+         "message": "pod ns/<svg onload=alert(1)> & [click](javascript:alert(1)) `x` a_b*c*"}
+    validation = {"run_id": "r", "evaluated": 2, "passed": 1,
+                  "warnings": ["<script>alert(1)</script> in pod_x"]}
+    md = render_markdown(date(2026, 6, 1), "x.duckdb", None, [f], None, validation)
+    for tag in ("<img", "<svg", "<script", "[click](", "`x`"):
+        assert tag not in md, tag
+    assert "&lt;img src=x onerror=alert(1)&gt;" in md
+    assert "ns/&lt;svg onload=alert(1)&gt; &amp; \\[click\\](javascript:alert(1)) \\`x\\`" in md
+    assert "a\\_b\\*c\\*" in md and "&lt;script&gt;" in md
+
+
 def test_a_critical_validation_failure_fails_the_task(tmp_path, monkeypatch):
     import recon.validate
     from flows.daily_reconciliation import validate_marts
