@@ -951,3 +951,55 @@ def test_a_file_modified_in_the_future_is_landed_with_a_warning(sim_run, tmp_pat
     os.utime(bill, (now, now))
     [r] = load_folder(connect(None), land, settle_seconds=600)
     assert r.kind == "settling" and not r.warnings
+
+
+def test_a_copied_file_lands_once_and_a_moved_folder_is_not_landed_again(sim_run, tmp_path):
+    """A byte-identical copy of a billing file made every finding of its bucket twice (the
+    findings' uniqueness check failed: nothing published), and a landing folder moved elsewhere
+    landed every file again under its new absolute path. Files are known by content and by
+    their path under the landing root."""
+    import duckdb
+
+    land = tmp_path / "a" / "land"
+    shutil.copytree(sim_run["root"] / "input", land)
+    (land / "expected" / "ground_truth.json").unlink()
+    bill = next((land / "runpod").glob("billing-pods-0*.json"))
+    copy = bill.with_name("zz-" + bill.name)
+    shutil.copy(bill, copy)  # a new mtime: known by its sha256
+    db = tmp_path / "w.duckdb"
+    res = run(land, db, validate=True)
+    assert res.validation.success, res.validation.summary()
+    [dup] = [r for r in res.files if r.kind == "duplicate"]
+    assert dup.path == str(copy.resolve()) and dup.loaded == 0 and dup.skipped == dup.records_in > 0
+    assert str(bill.resolve()) in dup.skip_reason and "byte-identical copy" in dup.skip_reason
+
+    def state():
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            return {"files": con.execute("select count(*) from raw.files").fetchone()[0],
+                    "billing": con.execute("select count(*) from raw.runpod_billing").fetchone()[0],
+                    "findings": con.execute("select finding_id, amount_at_stake from "
+                                            "marts.findings order by all").fetchall()}
+        finally:
+            con.close()
+
+    first = state()
+    want = duckdb.connect(str(sim_run["db"]), read_only=True)
+    assert first["findings"] == want.execute("select finding_id, amount_at_stake from "
+                                             "marts.findings order by all").fetchall()
+    assert first["billing"] == want.execute("select count(*) from raw.runpod_billing").fetchone()[0]
+    want.close()
+    assert len({f for f, _ in first["findings"]}) == len(first["findings"])
+    # the landing folder moved (mtimes kept), then copied without them: nothing lands again
+    moved = tmp_path / "b" / "land"
+    moved.parent.mkdir()
+    land.rename(moved)
+    res = run(moved, db)
+    assert all(r.unchanged for r in res.files), [r.path for r in res.files if not r.unchanged]
+    assert state() == first
+    again = tmp_path / "c" / "land"
+    shutil.copytree(moved, again, copy_function=shutil.copyfile)
+    shutil.rmtree(moved)
+    res = run(again, db)
+    assert all(r.unchanged for r in res.files) and state() == first
+    assert res.records_in == sum(r.loaded + r.quarantined + r.skipped for r in res.files)
