@@ -67,6 +67,18 @@ def _fail(msg: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code) from None
 
 
+def _environment_failure(e: Exception, doing: str) -> None:
+    """A warehouse held by another process or a full disk: one line and exit 1. Anything else
+    is re-raised (a bug shows its traceback)."""
+    from .guard import WarehouseBusy, disk_full
+
+    if isinstance(e, WarehouseBusy):
+        _fail(str(e), code=1)
+    if (msg := disk_full(e, doing)) is not None:
+        _fail(msg, code=1)
+    raise e
+
+
 def _secs(x) -> str:
     """Seconds as the report, `recon check` and finding messages write them (86,400; 688.5):
     until 0.10.6 the summary kept trailing zeros (688.500)."""
@@ -203,6 +215,8 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
                   settle_seconds=settle, on_stage=_stage_printer())
     except (FileNotFoundError, ValueError) as e:
         _fail(str(e))
+    except Exception as e:  # noqa: BLE001 - a lock or a full disk is a sentence, else re-raised
+        _environment_failure(e, f"writing {db}")
     print_summary(res)
     _print_validation(res)
     console.print(f"Warehouse: {res.db}. Next: recon query --db {res.db} "
@@ -383,7 +397,12 @@ def _open_db(db: Path, need_marts: bool = False):
 
     if not db.exists():
         _fail(f"{db} does not exist; run `recon run` or `recon demo` first")
-    con = connect(db, read_only=True)
+    from .guard import WarehouseBusy
+
+    try:
+        con = connect(db, read_only=True)
+    except WarehouseBusy as e:
+        _fail(str(e), code=1)
     if need_marts and not con.execute(
             "select count(*) from duckdb_tables() where schema_name = 'marts' "
             "and table_name = 'resource_day'").fetchone()[0]:
@@ -426,6 +445,8 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
             paths = exports.export_month(con, month, out, account_id, account_name)
     except ValueError as e:
         _fail(str(e))
+    except Exception as e:  # noqa: BLE001 - see _environment_failure
+        _environment_failure(e, f"writing into {out}")
     for p in paths:
         console.print(f"wrote {p}")
 
@@ -453,6 +474,8 @@ def report_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
         path = write_report(con, day, out or Path(f"report_{day}.html"), db_label=str(db))
     except ValueError as e:
         _fail(str(e))
+    except Exception as e:  # noqa: BLE001 - see _environment_failure
+        _environment_failure(e, f"writing {out or f'report_{day}.html'}")
     console.print(f"wrote {path}")
 
 

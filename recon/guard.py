@@ -46,3 +46,35 @@ def visible(text, keep_newlines: bool = True) -> str:
     s = "" if text is None else str(text)
     pattern = _CONTROL if keep_newlines else _CONTROL_LINE
     return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), s)
+
+
+class WarehouseBusy(OSError):
+    """The warehouse file is held by another process (a run, a `recon serve`, a query): an
+    OSError, so that the daily flow's tasks retry it later like other transient failures."""
+
+
+_LOCK = re.compile(r"Could not set lock on file|Conflicting lock")
+
+
+def busy(e: Exception, path) -> WarehouseBusy | None:
+    """DuckDB's lock conflict on `path` as one sentence naming what to do, else None."""
+    text = str(e)
+    if not _LOCK.search(text):
+        return None
+    pid = re.search(r"\(PID (\d+)\)", text)
+    holder = f" (PID {pid.group(1)})" if pid else ""
+    return WarehouseBusy(f"{path} is in use by another process{holder}: wait for it to finish "
+                         "(or stop it), or give another --db")
+
+
+def disk_full(e: BaseException, doing: str) -> str | None:
+    """A full disk (OSError ENOSPC, or DuckDB's IO or fatal error saying so) while `doing`,
+    as one sentence naming what to do; else None."""
+    import errno
+
+    if (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)) or \
+            "No space left on device" in str(e) or "Disk quota exceeded" in str(e):
+        return (f"no space left on the disk while {doing}: free space there (DuckDB also spills "
+                "to its temp directory) and run again; what this command was writing was not "
+                "kept")
+    return None

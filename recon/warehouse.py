@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 
 from .config import Config, is_config_file
+from .guard import busy
 from .incremental import StagingState, create_deduped, next_rowid
 from .landed import DUPLICATE, LandedFiles
 from .ingest.load import (
@@ -84,7 +85,12 @@ def connect(path: str | Path | None, read_only: bool = False) -> duckdb.DuckDBPy
                          f"({', '.join(SCHEMAS)}); use e.g. recon.duckdb")
     if path is not None and not read_only:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path) if path else ":memory:", read_only=read_only)
+    try:
+        con = duckdb.connect(str(path) if path else ":memory:", read_only=read_only)
+    except duckdb.IOException as e:
+        if (locked := busy(e, path)) is not None:
+            raise locked from None  # DuckDB's message and a traceback of 39 lines before
+        raise
     con.execute("set TimeZone = 'UTC'")
     con.execute("set enable_progress_bar = false")
     threads = os.environ.get("RECON_THREADS")

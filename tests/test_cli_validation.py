@@ -157,3 +157,56 @@ def test_escape_sequences_from_data_and_file_names_are_shown_not_sent(sim_run, t
     r = CliRunner().invoke(app, ["query", "--db", str(db), "select chr(27) || '[2J' as x"])
     assert r.exit_code == 0 and "\\x1b[2J" in r.output
     clean(r.output)
+
+
+def test_a_locked_warehouse_or_a_full_disk_is_one_line_and_exit_1(sim_run, tmp_path,
+                                                                 monkeypatch):
+    """The warehouse held by another run was a 39-line traceback, a full disk DuckDB's
+    FatalException or a raw OSError: one line saying what to do, and exit 1."""
+    import errno
+    import subprocess
+    import sys
+
+    import duckdb
+
+    db = tmp_path / "held.duckdb"
+    duckdb.connect(str(db)).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); "
+                               "print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for args in (["run", "--input", str(sim_run["root"] / "input"), "--db", str(db)],
+                     ["query", "--db", str(db), "select 1"],
+                     ["quarantine", "--db", str(db)]):
+            r = CliRunner().invoke(app, args, terminal_width=300)
+            assert r.exit_code == 1, (args, r.output)
+            assert r.output.strip().splitlines() == [
+                f"error: {db} is in use by another process (PID {holder.pid}): wait for it "
+                "to finish (or stop it), or give another --db"], r.output
+    finally:
+        holder.kill()
+        holder.wait()
+    import recon.exports
+    import recon.pipeline
+
+    for exc in (duckdb.FatalException("FATAL Error: could not write: No space left on device"),
+                OSError(errno.ENOSPC, "No space left on device")):
+        def full(*a, exc=exc, **k):
+            raise exc
+        monkeypatch.setattr(recon.pipeline, "run", full)
+        r = CliRunner().invoke(app, ["run", "--input", str(sim_run["root"] / "input"),
+                                     "--db", str(tmp_path / "w.duckdb")], terminal_width=300)
+        assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
+        assert r.output.startswith(f"error: no space left on the disk while writing "
+                                   f"{tmp_path / 'w.duckdb'}: free space there"), r.output
+        monkeypatch.setattr(recon.exports, "export_day", full)
+        r = CliRunner().invoke(app, ["export", "--db", str(sim_run["db"]), "--day", "2026-06-01",
+                                     "--out", str(tmp_path / "ex")], terminal_width=300)
+        assert r.exit_code == 1 and "no space left on the disk while writing into" in r.output
+    # anything else is still a bug's traceback
+    monkeypatch.setattr(recon.pipeline, "run", lambda *a, **k: 1 / 0)
+    r = CliRunner().invoke(app, ["run", "--input", str(sim_run["root"] / "input"),
+                                 "--db", str(tmp_path / "w.duckdb")])
+    assert isinstance(r.exception, ZeroDivisionError)
