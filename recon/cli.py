@@ -300,7 +300,7 @@ def _query(con, sql: str, format: str, allow_files: bool) -> None:
     try:
         df = _frame(rel, format)
         text = df.write_csv() if format == "csv" else df.write_json() if format == "json" else None
-    except BaseException as e:  # noqa: BLE001 - polars panics are BaseExceptions
+    except BaseException as e:  # polars panics are BaseExceptions, not Exceptions
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
         _fail(f"the result cannot be written as {format} ({type(e).__name__}: "

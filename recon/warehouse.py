@@ -23,7 +23,6 @@ import duckdb
 from .config import Config, is_config_file
 from .guard import busy
 from .incremental import StagingState, create_deduped, next_rowid
-from .landed import DUPLICATE, LandedFiles
 from .ingest.load import (
     TABLES,
     TS_CHECKED,
@@ -41,6 +40,7 @@ from .ingest.load import (
     sha256_of,
     ts_ok_sql,
 )
+from .landed import DUPLICATE, LandedFiles
 
 log = logging.getLogger(__name__)
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"

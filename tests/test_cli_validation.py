@@ -118,8 +118,8 @@ def test_query_writes_nested_and_odd_types_as_csv(sim_run):
            "'x'::blob as b, union_value(k := 3) as u, 4 as \"odd\"\"name\"")
     r = CliRunner().invoke(app, ["query", "--db", str(sim_run["db"]), "--format", "csv", sql])
     assert r.exit_code == 0, r.output
-    assert r.output.splitlines() == ['l,s,m,i,b,u,"odd""name"',
-                                     '"[1, 2]",{\'a\': 1},{1=2},1 day,x,3,4']
+    header, row = 'l,s,m,i,b,u,"odd""name"', '"[1, 2]",{\'a\': 1},{1=2},1 day,x,3,4'
+    assert r.output.splitlines() == [header, row]
     r = CliRunner().invoke(app, ["query", "--db", str(sim_run["db"]), "--format", "json", sql])
     assert r.exit_code == 0 and json.loads(r.output)[0]["l"] == [1, 2], r.output
     r = CliRunner().invoke(app, ["query", "--db", str(sim_run["db"]), "--format", "xml", sql])
@@ -171,10 +171,9 @@ def test_a_locked_warehouse_or_a_full_disk_is_one_line_and_exit_1(sim_run, tmp_p
 
     db = tmp_path / "held.duckdb"
     duckdb.connect(str(db)).close()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); "
-                               "print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)
+    code = (f"import duckdb, time; c = duckdb.connect({str(db)!r}); "
+            "print('held', flush=True); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         for args in (["run", "--input", str(sim_run["root"] / "input"), "--db", str(db)],
@@ -182,9 +181,9 @@ def test_a_locked_warehouse_or_a_full_disk_is_one_line_and_exit_1(sim_run, tmp_p
                      ["quarantine", "--db", str(db)]):
             r = CliRunner().invoke(app, args, terminal_width=300)
             assert r.exit_code == 1, (args, r.output)
-            assert r.output.strip().splitlines() == [
-                f"error: {db} is in use by another process (PID {holder.pid}): wait for it "
-                "to finish (or stop it), or give another --db"], r.output
+            want = (f"error: {db} is in use by another process (PID {holder.pid}): wait for "
+                    "it to finish (or stop it), or give another --db")
+            assert r.output.strip().splitlines() == [want], r.output
     finally:
         holder.kill()
         holder.wait()
