@@ -26,6 +26,7 @@ try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.dail
         RUNPOD_TAG,
         WAREHOUSE_TAG,
         days_between,
+        disk_full_is_a_sentence,
         limited,
         local_api_defaults,
         logger,
@@ -39,6 +40,7 @@ except ImportError:  # pragma: no cover - the project is not installed
         RUNPOD_TAG,
         WAREHOUSE_TAG,
         days_between,
+        disk_full_is_a_sentence,
         limited,
         local_api_defaults,
         logger,
@@ -75,7 +77,8 @@ def pull_provider_window(landing_dir: str, start: date, end: date,
     t1 = datetime.combine(end + timedelta(days=1), time(), UTC)
     client = RunpodClient(key, base_url=base_url) if base_url else RunpodClient(key)
     try:
-        res = pull_billing(landing_dir, t0, t1, client=client)
+        with disk_full_is_a_sentence(f"landing the pull in {landing_dir}"):
+            res = pull_billing(landing_dir, t0, t1, client=client)
     finally:
         client.close()
     for w in res.warnings:
@@ -98,8 +101,9 @@ def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
     from recon.pipeline import run
 
     last_day = last_day or day
-    res = run(landing_dir, db, config, day_from=day, day_to=last_day,
-              settle_seconds=settle_seconds, prefetch_gate=prefetch_gate)
+    with disk_full_is_a_sentence(f"writing {db}"):
+        res = run(landing_dir, db, config, day_from=day, day_to=last_day,
+                  settle_seconds=settle_seconds, prefetch_gate=prefetch_gate)
     log = logger()
     log.info("%s: landed %d files: %d records in = %d loaded + %d quarantined + %d skipped; "
              "%d quarantined in staging", _window(day, last_day), len(res.files), res.records_in,
@@ -280,7 +284,8 @@ def export_finance(db: str, day: date, exports_dir: str) -> list[str]:
 
     con = connect(db, read_only=True)
     try:
-        paths = [str(p) for p in export_day(con, day.isoformat(), exports_dir)]
+        with disk_full_is_a_sentence(f"writing into {exports_dir}"):
+            paths = [str(p) for p in export_day(con, day.isoformat(), exports_dir)]
     finally:
         con.close()
     logger().info("%s: wrote %s", day, ", ".join(paths))

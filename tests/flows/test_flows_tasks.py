@@ -286,3 +286,49 @@ def test_the_daily_steps_rebuild_the_trailing_days_a_restatement_changes(monkeyp
         rows = [r for r in csv.DictReader(f)]
     pod_rows = [r for r in rows if "pod_a1" in r.values()]
     assert pod_rows and sum(Decimal(r["billed_amount"]) for r in pod_rows) == day1 + 5
+
+
+def test_a_full_disk_fails_the_pull_build_and_export_with_one_sentence(no_key, monkeypatch,
+                                                                      tmp_path):
+    """A full disk during the pull, the build or the export failed the task with DuckDB's
+    FatalException or a raw OSError: it is one sentence naming what to do, and not retried."""
+    import errno
+
+    import duckdb
+
+    import connectors.runpod
+    import recon.exports
+    import recon.pipeline
+    from flows.common import retry_transient
+    from flows.daily_reconciliation import build_marts, export_finance, pull_provider_window
+
+    monkeypatch.setenv("RUNPOD_API_KEY", KEY)
+    db = tmp_path / "w.duckdb"
+    duckdb.connect(str(db)).close()
+    for exc in (OSError(errno.ENOSPC, "No space left on device"),
+                duckdb.FatalException("FATAL Error: write failed: No space left on device")):
+        def full(*a, exc=exc, **k):
+            raise exc
+        monkeypatch.setattr(connectors.runpod, "pull_billing", full)
+        monkeypatch.setattr(recon.pipeline, "run", full)
+        monkeypatch.setattr(recon.exports, "export_day", full)
+        for call, where in (
+                (lambda: pull_provider_window.fn(str(tmp_path), date(2026, 6, 1), date(2026, 6, 1),
+                                                 base_url="http://127.0.0.1:9"),
+                 f"landing the pull in {tmp_path}"),
+                (lambda: build_marts.fn(str(tmp_path), str(db), date(2026, 6, 1)), f"writing {db}"),
+                (lambda: export_finance.fn(str(db), date(2026, 6, 1), str(tmp_path / "ex")),
+                 f"writing into {tmp_path / 'ex'}")):
+            with pytest.raises(RuntimeError) as got:
+                call()
+            assert str(got.value).startswith(f"no space left on the disk while {where}: free "
+                                              "space there"), got.value
+            assert got.value.__cause__ is None
+
+            class _State:
+                def result(self, raise_on_failure=False):
+                    return got.value
+            assert retry_transient(None, None, _State()) is False
+    monkeypatch.setattr(recon.pipeline, "run", lambda *a, **k: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        build_marts.fn(str(tmp_path), str(db), date(2026, 6, 1))
