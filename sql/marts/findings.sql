@@ -16,7 +16,9 @@ with settings as (
 ),
 
 last_task as (
-    select w.resource_id, s.session_id, arg_max(w.namespace || '/' || w.pod_name, w.window_end_at) as last_pod,
+    -- every pod joined ends at the session's last finish: the name breaks the tie (a session
+    -- whose last two pods ended together named either, run by run)
+    select w.resource_id, s.session_id, max(w.namespace || '/' || w.pod_name) as last_pod,
            min(w.node_name) as node_name
     from intermediate.int_resource__workloads w
     join intermediate.int_resource__session_context s
