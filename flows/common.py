@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 
 # Task tags. Prefect's tag-based concurrency limits apply to every task run carrying the tag:
@@ -178,3 +179,18 @@ def days_between(start: str | date, end: str | date) -> list[date]:
     if b < a:
         raise ValueError(f"end {b} is before start {a}")
     return [a + timedelta(days=i) for i in range((b - a).days + 1)]
+
+
+@contextmanager
+def disk_full_is_a_sentence(doing: str):
+    """A full disk inside the block fails the task with one sentence saying what to do
+    (`recon.guard.disk_full`), not DuckDB's FatalException or a raw OSError; a RuntimeError,
+    so that `retry_transient` does not sleep on it. Anything else goes on as it was."""
+    from recon.guard import disk_full
+
+    try:
+        yield
+    except Exception as e:
+        if (msg := disk_full(e, doing)) is None:
+            raise
+        raise RuntimeError(msg) from None

@@ -11,6 +11,8 @@ Deployed: `prefect.yaml` (deployment `daily-reconciliation`, 02:30 UTC for the d
 from __future__ import annotations
 
 import argparse
+import html
+import re
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -24,6 +26,7 @@ try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.dail
         RUNPOD_TAG,
         WAREHOUSE_TAG,
         days_between,
+        disk_full_is_a_sentence,
         limited,
         local_api_defaults,
         logger,
@@ -37,6 +40,7 @@ except ImportError:  # pragma: no cover - the project is not installed
         RUNPOD_TAG,
         WAREHOUSE_TAG,
         days_between,
+        disk_full_is_a_sentence,
         limited,
         local_api_defaults,
         logger,
@@ -73,7 +77,8 @@ def pull_provider_window(landing_dir: str, start: date, end: date,
     t1 = datetime.combine(end + timedelta(days=1), time(), UTC)
     client = RunpodClient(key, base_url=base_url) if base_url else RunpodClient(key)
     try:
-        res = pull_billing(landing_dir, t0, t1, client=client)
+        with disk_full_is_a_sentence(f"landing the pull in {landing_dir}"):
+            res = pull_billing(landing_dir, t0, t1, client=client)
     finally:
         client.close()
     for w in res.warnings:
@@ -96,12 +101,16 @@ def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
     from recon.pipeline import run
 
     last_day = last_day or day
-    res = run(landing_dir, db, config, day_from=day, day_to=last_day,
-              settle_seconds=settle_seconds, prefetch_gate=prefetch_gate)
+    with disk_full_is_a_sentence(f"writing {db}"):
+        res = run(landing_dir, db, config, day_from=day, day_to=last_day,
+                  settle_seconds=settle_seconds, prefetch_gate=prefetch_gate)
     log = logger()
     log.info("%s: landed %d files: %d records in = %d loaded + %d quarantined + %d skipped; "
              "%d quarantined in staging", _window(day, last_day), len(res.files), res.records_in,
              res.loaded, res.quarantined, res.skipped, res.staging_quarantined)
+    for f in res.files:
+        for w in f.warnings:
+            log.warning("%s", w)
     if res.quarantined or res.staging_quarantined:
         log.warning("%d record(s) quarantined: run `recon quarantine --db %s`",
                     res.quarantined + res.staging_quarantined, db)
@@ -190,8 +199,17 @@ def _cell(v) -> str:
     return str(v)
 
 
+# Markdown's own punctuation where data may stand: `[text](url)` would be a link, `|` would end
+# the table cell, a backtick a code span
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
 def _md(v) -> str:
-    return _cell(v).replace("|", "\\|").replace("\n", " ")
+    """A value from data (pod, namespace and file names, messages quoting them) as text in a
+    markdown table cell: the UI renders HTML in markdown, so `<img>`/`<svg>` from a pod name
+    would be rendered; its &, < and > become entities, and markdown's punctuation is escaped."""
+    text = html.escape(_cell(v), quote=False)
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("\r", " ").replace("\n", " ")
 
 
 def _usd(v) -> str:
@@ -266,7 +284,8 @@ def export_finance(db: str, day: date, exports_dir: str) -> list[str]:
 
     con = connect(db, read_only=True)
     try:
-        paths = [str(p) for p in export_day(con, day.isoformat(), exports_dir)]
+        with disk_full_is_a_sentence(f"writing into {exports_dir}"):
+            paths = [str(p) for p in export_day(con, day.isoformat(), exports_dir)]
     finally:
         con.close()
     logger().info("%s: wrote %s", day, ", ".join(paths))

@@ -16,15 +16,25 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text  # a cell shown as is: data is never read as rich markup
 
+from .guard import visible  # data's control characters shown, not acted on by the terminal
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="GPU billing reconciliation: Kubernetes lifecycle vs Runpod/FOCUS bills.")
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
 
 
+class _VisibleFormatter(logging.Formatter):
+    """Log lines name files and quote records: their control characters are shown escaped."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record))
+
+
 def _logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.ERROR,
-                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_VisibleFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, handlers=[handler])
 
 
 def _day(s: Optional[str], option: str = "--day") -> Optional[date]:
@@ -53,8 +63,20 @@ STAGE_AFTER_SECONDS = 3.0  # recon run shows its stages once it has run this lon
 def _fail(msg: str, code: int = 2) -> NoReturn:
     """Print `error: msg` (as text: a message from data or a library is never read as rich
     markup, which ate `[thresholds]` and crashed on `[/x]` until 0.10.6) and exit with `code`."""
-    err.print("[red]error:[/red] " + escape(msg))
+    err.print("[red]error:[/red] " + escape(visible(msg)))
     raise typer.Exit(code) from None
+
+
+def _environment_failure(e: Exception, doing: str) -> None:
+    """A warehouse held by another process or a full disk: one line and exit 1. Anything else
+    is re-raised (a bug shows its traceback)."""
+    from .guard import WarehouseBusy, disk_full
+
+    if isinstance(e, WarehouseBusy):
+        _fail(str(e), code=1)
+    if (msg := disk_full(e, doing)) is not None:
+        _fail(msg, code=1)
+    raise e
 
 
 def _secs(x) -> str:
@@ -82,7 +104,7 @@ def _print_validation(res) -> None:
     v = res.validation
     if v is None:
         return
-    console.print(v.summary(), soft_wrap=True, markup=False)
+    console.print(visible(v.summary()), soft_wrap=True, markup=False)
     if not v.success:
         err.print("[red]validation failed:[/red] the marts are written, but critical "
                   "expectations failed (see marts.validation_results)")
@@ -135,10 +157,18 @@ def print_summary(res) -> None:
         if f.quarantined or staged:
             parts = ([f"{f.quarantined} at load"] if f.quarantined else []) + (
                 [f"{staged} in staging"] if staged else [])
-            err.print(f"[yellow]{escape(str(f.path))}: {f.quarantined + staged} record(s) "
+            err.print(f"[yellow]{_shown(f.path)}: {f.quarantined + staged} record(s) "
                       f"quarantined ({', '.join(parts)}; see `recon quarantine`)[/yellow]")
         if f.kind == "settling":
-            err.print(f"[yellow]{escape(str(f.path))}: {escape(str(f.skip_reason))}[/yellow]")
+            err.print(f"[yellow]{_shown(f.path)}: {_shown(f.skip_reason)}[/yellow]")
+        for w in f.warnings:
+            err.print(f"[yellow]warning: {_shown(w)}[/yellow]")
+
+
+def _shown(text) -> str:
+    """Text from data or a file name inside a rich markup string: neither its brackets read as
+    markup nor its control characters acted on."""
+    return escape(visible(text, keep_newlines=False))
 
 
 @app.command()
@@ -180,11 +210,13 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
     try:
         res = run(input, db, config, *_window(day_from, day_to),
                   progress=lambda i, n, name: err.print(
-                      f"[dim]loaded {i}/{n} {escape(str(name))}[/dim]")
+                      f"[dim]loaded {i}/{n} {_shown(name)}[/dim]")
                   if n > 20 and i % max(1, n // 10) == 0 else None, validate=validate,
                   settle_seconds=settle, on_stage=_stage_printer())
     except (FileNotFoundError, ValueError) as e:
         _fail(str(e))
+    except Exception as e:  # noqa: BLE001 - a lock or a full disk is a sentence, else re-raised
+        _environment_failure(e, f"writing {db}")
     print_summary(res)
     _print_validation(res)
     console.print(f"Warehouse: {res.db}. Next: recon query --db {res.db} "
@@ -232,28 +264,73 @@ def demo(db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to
 @app.command()
 def query(sql: str = typer.Argument(..., help="SQL to run (read-only)"),
           db: Path = typer.Option(Path("data/recon.duckdb")),
-          format: str = typer.Option("table", help="table | csv | json")):
+          format: str = typer.Option("table", help="table | csv | json"),
+          allow_files: bool = typer.Option(False, "--allow-files", help="Let the SQL read and "
+                                           "write files (COPY … TO, read_csv, ATTACH) and "
+                                           "INSTALL/LOAD extensions: off, it reads the "
+                                           "warehouse only")):
     """Run ad-hoc SQL against the warehouse, opened read-only.
 
     Example: recon query "select * from marts.resource_day limit 5"
     """
+    if format not in ("table", "csv", "json"):
+        _fail(f"--format {format!r}: expected table, csv or json")
     con = _open_db(db)
+    # closed before the command returns: the lock holds for the database instance, which
+    # DuckDB shares among the connections of one process to the same file
+    try:
+        _query(con, sql, format, allow_files)
+    finally:
+        con.close()
+
+
+def _query(con, sql: str, format: str, allow_files: bool) -> None:
+    from .guard import lock_down
+
+    lock_down(con, allow_files=allow_files)
     try:
         rel = con.sql(sql)
     except Exception as e:  # duckdb errors carry the SQL position
-        _fail(str(e))
+        hint = ("" if allow_files or "disabled" not in str(e) else
+                " (recon query reads the warehouse only: --allow-files lets the SQL use "
+                "files and extensions)")
+        _fail(str(e) + hint)
     if rel is None:
         return
-    df = rel.pl()
-    if format == "csv":
-        sys.stdout.write(df.write_csv())
-    elif format == "json":
-        sys.stdout.write(df.write_json())
-    else:
-        t = _table(*df.columns, numeric=tuple(c for c, dt in df.schema.items() if dt.is_numeric()))
-        for row in df.iter_rows():
-            t.add_row(*[Text(_cell(v)) for v in row])
-        console.print(t)
+    try:
+        df = _frame(rel, format)
+        text = df.write_csv() if format == "csv" else df.write_json() if format == "json" else None
+    except BaseException as e:  # polars panics are BaseExceptions, not Exceptions
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        _fail(f"the result cannot be written as {format} ({type(e).__name__}: "
+              f"{str(e).splitlines()[0] if str(e) else ''}): cast the column to varchar in "
+              "the SQL" + (", or use --format json" if format == "csv" else ""))
+    if text is not None:
+        sys.stdout.write(visible(text) if sys.stdout.isatty() else text)
+        return
+    t = _table(*df.columns, numeric=tuple(c for c, dt in df.schema.items() if dt.is_numeric()))
+    for row in df.iter_rows():
+        t.add_row(*[Text(visible(_cell(v))) for v in row])
+    console.print(t)
+
+
+# DuckDB types that polars cannot take in (interval, union) or that a CSV cannot hold (nested):
+# these columns are shown as DuckDB writes them as text ([1, 2], {'a': 1})
+_AS_TEXT = {"csv": {"list", "struct", "map", "array", "union", "interval", "blob", "bit"},
+            "json": {"map", "union", "interval", "blob", "bit"}, "table": {"union", "interval"}}
+
+
+def _frame(rel, format: str):
+    """The result as a polars frame, the columns polars or the format cannot take as text."""
+    cast = _AS_TEXT[format]
+    if any(t.id in cast for t in rel.types):
+        cols = []
+        for c, t in zip(rel.columns, rel.types):
+            q = '"' + c.replace('"', '""') + '"'
+            cols.append(f"{q}::varchar as {q}" if t.id in cast else q)
+        rel = rel.project(", ".join(cols))
+    return rel.pl()
 
 
 def _table(*columns: str, numeric: tuple[str, ...] = (), **kw) -> Table:
@@ -289,7 +366,7 @@ def quarantine(db: Path = typer.Option(Path("data/recon.duckdb")), limit: int = 
         "order by 1, 2 limit ?", [limit]).fetchall()
     t = _table("file", "where", "reason")
     for r in rows:
-        t.add_row(*[Text(str(x)) for x in r])
+        t.add_row(*[Text(visible(x)) for x in r])
     console.print(t)
 
 
@@ -320,7 +397,12 @@ def _open_db(db: Path, need_marts: bool = False):
 
     if not db.exists():
         _fail(f"{db} does not exist; run `recon run` or `recon demo` first")
-    con = connect(db, read_only=True)
+    from .guard import WarehouseBusy
+
+    try:
+        con = connect(db, read_only=True)
+    except WarehouseBusy as e:
+        _fail(str(e), code=1)
     if need_marts and not con.execute(
             "select count(*) from duckdb_tables() where schema_name = 'marts' "
             "and table_name = 'resource_day'").fetchone()[0]:
@@ -363,6 +445,8 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
             paths = exports.export_month(con, month, out, account_id, account_name)
     except ValueError as e:
         _fail(str(e))
+    except Exception as e:  # noqa: BLE001 - see _environment_failure
+        _environment_failure(e, f"writing into {out}")
     for p in paths:
         console.print(f"wrote {p}")
 
@@ -390,6 +474,8 @@ def report_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
         path = write_report(con, day, out or Path(f"report_{day}.html"), db_label=str(db))
     except ValueError as e:
         _fail(str(e))
+    except Exception as e:  # noqa: BLE001 - see _environment_failure
+        _environment_failure(e, f"writing {out or f'report_{day}.html'}")
     console.print(f"wrote {path}")
 
 

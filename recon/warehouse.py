@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 
 from .config import Config, is_config_file
+from .guard import busy
 from .incremental import StagingState, create_deduped, next_rowid
 from .ingest.load import (
     TABLES,
@@ -39,6 +40,7 @@ from .ingest.load import (
     sha256_of,
     ts_ok_sql,
 )
+from .landed import DUPLICATE, LandedFiles
 
 log = logging.getLogger(__name__)
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
@@ -67,8 +69,10 @@ DEFAULT_MEMORY_LIMIT = "1.25GB"
 WRITE_BUFFER_ROW_GROUPS = 1  # DuckDB's default: 5
 
 # size and mtime of each landed file, to skip unchanged files without hashing them again
+# and its path relative to the landing root, to know it again in a landing folder moved elsewhere
 FILE_STATS_DDL = """create table if not exists raw.file_stats (source_file varchar primary key,
-    bytes bigint, mtime_ns bigint, sha256 varchar)"""
+    bytes bigint, mtime_ns bigint, sha256 varchar, rel_path varchar)"""
+FILE_STATS_REL = "alter table raw.file_stats add column if not exists rel_path varchar"
 
 
 SCHEMAS = ("raw", "config", "meta", "staging", "scope", "intermediate", "marts", "checks")
@@ -81,7 +85,12 @@ def connect(path: str | Path | None, read_only: bool = False) -> duckdb.DuckDBPy
                          f"({', '.join(SCHEMAS)}); use e.g. recon.duckdb")
     if path is not None and not read_only:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path) if path else ":memory:", read_only=read_only)
+    try:
+        con = duckdb.connect(str(path) if path else ":memory:", read_only=read_only)
+    except duckdb.IOException as e:
+        if (locked := busy(e, path)) is not None:
+            raise locked from None  # DuckDB's message and a traceback of 39 lines before
+        raise
     con.execute("set TimeZone = 'UTC'")
     con.execute("set enable_progress_bar = false")
     threads = os.environ.get("RECON_THREADS")
@@ -171,10 +180,15 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
     if not files:
         raise ValueError(f"input folder {folder} holds no input files")
     con.execute(FILE_STATS_DDL)
+    if not con.execute("select count(*) from duckdb_columns() where schema_name = 'raw' and "
+                       "table_name = 'file_stats' and column_name = 'rel_path'").fetchone()[0]:
+        con.execute(FILE_STATS_REL)
     known = {r[0]: r[1:] for r in con.execute(
         "select f.source_file, f.sha256, f.kind, f.records_in, f.records_loaded, "
-        "f.records_quarantined, f.records_skipped, s.bytes, s.mtime_ns, s.sha256 "
+        "f.records_quarantined, f.records_skipped, s.bytes, s.mtime_ns, s.sha256, s.rel_path "
         "from raw.files f left join raw.file_stats s using (source_file)").fetchall()}
+    ids = LandedFiles(known)
+    root = folder.resolve()
     results = []
     # Landed JSON compresses ~10x with zstd (repetitive keys), and forcing it skips DuckDB's
     # per-segment trial of every method: landing and the commit are ~2x faster and the file
@@ -199,6 +213,7 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
             display = str(p.resolve())
             size, mtime = _stat_key(p)
             old = known.get(display)
+            future = _future_warning(display, mtime, settle_seconds, now_ns)
             if _settling(mtime, settle_seconds, now_ns) and _stat_changed(old, size, mtime):
                 r = FileResult(path=display, unchanged=old is not None)
                 r.kind = "settling"
@@ -209,14 +224,24 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
                 log.info("%s: %s", display, r.skip_reason)
                 results.append(r)
                 continue
-            same_stat = old is not None and old[6:] == (size, mtime, old[0])
+            rel = p.resolve().relative_to(root).as_posix()
+            moved = None if old is not None else ids.moved(rel, size, mtime, p, sha256_of)
+            if moved is not None:  # the landing folder moved: this file is landed already
+                src, digest = moved
+                r = FileResult(path=display, unchanged=True)
+                r.kind, r.records_in, r.loaded, r.quarantined, r.skipped = known[src][1:6]
+                if known[src][6:8] != (size, mtime):
+                    _record_stat(con, src, size, mtime, digest, rel)
+                results.append(r)
+                continue
+            same_stat = old is not None and old[6:9] == (size, mtime, old[0])
             # a new file is hashed while it is read (below); a known one first, to skip it
             digest = old[0] if same_stat else None if old is None else sha256_of(p)
-            if old is not None and old[0] == digest:
+            if old is not None and old[0] == digest and ids.still_valid(old):
                 r = FileResult(path=display, unchanged=True)
                 r.kind, r.records_in, r.loaded, r.quarantined, r.skipped = old[1:6]
-                if not same_stat:
-                    _record_stat(con, display, size, mtime, digest)
+                if not same_stat or old[9] != rel:
+                    _record_stat(con, display, size, mtime, digest, rel)
                 results.append(r)
                 continue
             if old is not None:  # a changed file: its old rows go (a new file has none)
@@ -224,6 +249,12 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
                     con.execute(f"delete from raw.{t} where source_file = ?", [display])
                 con.execute("delete from raw.quarantine where source_file = ?", [display])
                 con.execute("delete from raw.files where source_file = ?", [display])
+            if digest is None and ids.may_be_a_copy(size):
+                digest = sha256_of(p)
+            if (original := ids.copy_of(digest, display)) is not None:
+                results.append(_record_duplicate(con, display, original, digest, size, mtime,
+                                                 rel, ids.records_in.get(original) or 0))
+                continue
             r = _read_safely(con, p, display, prepared.pop(p, None))
             digest = digest or r.sha256 or sha256_of(p)
             for t in TABLES:
@@ -236,8 +267,12 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
                         [display, r.kind, digest, size, r.records_in, r.loaded,
                          r.quarantined, r.skipped, r.skip_reason])
             con.execute("insert into _recon_landed_files select txid_current(), ?", [display])
-            _record_stat(con, display, size, mtime, digest)
+            _record_stat(con, display, size, mtime, digest, rel)
+            ids.landed(display, digest, size, r.records_in)
             r.rows = {}
+            if future:
+                log.info("%s", future)
+                r.warnings.append(future)
             results.append(r)
             if progress:
                 progress(i + 1, len(files), p.name)
@@ -287,8 +322,21 @@ def _note_first_rowids(con) -> None:
 
 
 def _settling(mtime: int, settle_seconds: float, now_ns: int) -> bool:
-    """Modified less than `settle_seconds` ago: still being written."""
-    return bool(settle_seconds) and now_ns - mtime < settle_seconds * 1e9
+    """Modified less than `settle_seconds` ago: still being written. A modification time in
+    the future (a clock set wrong, a file copied from a host ahead of this one) says nothing
+    about when the file was last written: waiting for it would hold the file back until this
+    clock passes it, days perhaps, so it counts as settled (and `_future_warning` says so)."""
+    return bool(settle_seconds) and 0 <= now_ns - mtime < settle_seconds * 1e9
+
+
+def _future_warning(display: str, mtime: int, settle_seconds: float, now_ns: int) -> str | None:
+    """With a settle time, what to say of a file modified in the future (None: it is not)."""
+    if not settle_seconds or mtime <= now_ns:
+        return None
+    ahead = (mtime - now_ns) / 1e9
+    return (f"{display}: modified {ahead:.0f} s in the future (this host's clock or the "
+            f"writer's is wrong); taken as settled and landed without waiting "
+            f"{settle_seconds:g} s")
 
 
 def _stat_changed(old, size: int, mtime: int) -> bool:
@@ -303,9 +351,25 @@ def _needs_landing(p: Path, known: dict, settle_seconds: float, now_ns: int) -> 
             and _stat_changed(known.get(str(p.resolve())), size, mtime))
 
 
-def _record_stat(con, display: str, size: int, mtime: int, digest: str) -> None:
+def _record_stat(con, display: str, size: int, mtime: int, digest: str, rel: str) -> None:
     con.execute("delete from raw.file_stats where source_file = ?", [display])
-    con.execute("insert into raw.file_stats values (?, ?, ?, ?)", [display, size, mtime, digest])
+    con.execute("insert into raw.file_stats values (?, ?, ?, ?, ?)",
+                [display, size, mtime, digest, rel])
+
+
+def _record_duplicate(con, display: str, original: str, digest: str, size: int, mtime: int,
+                      rel: str, records: int) -> FileResult:
+    """A byte-identical copy of `original`: recorded, its records counted as skipped, none
+    loaded (they are landed once, as the original's)."""
+    r = FileResult(path=display, kind=DUPLICATE, records_in=records, skipped=records,
+                   skip_reason=f"a byte-identical copy of {original}: its records are landed "
+                               "once, from that file")
+    con.execute("insert into raw.files values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [display, r.kind, digest, size, records, 0, 0, records, r.skip_reason])
+    con.execute("insert into _recon_landed_files select txid_current(), ?", [display])
+    _record_stat(con, display, size, mtime, digest, rel)
+    log.info("%s: %s", display, r.skip_reason)
+    return r
 
 
 def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -> None:

@@ -79,3 +79,133 @@ def test_report_and_export_of_a_day_without_data_warn(sim_run, tmp_path):
     r = CliRunner().invoke(app, ["report", "--db", db, "--day", "2026-06-01",
                                  "--out", str(tmp_path / "r1.html")], terminal_width=300)
     assert r.exit_code == 0 and "warning" not in r.output, r.output
+
+
+def test_query_reads_the_warehouse_only_unless_files_are_allowed(sim_run, tmp_path):
+    """Read-only was not enough: `COPY … TO` wrote anywhere, read_text() read any file and
+    INSTALL fetched extensions. Locked down by default (and the SQL cannot `set` it back);
+    --allow-files opens files again."""
+    db = str(sim_run["db"])
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hunter2")
+    out = tmp_path / "out.csv"
+
+    def q(sql, *extra):
+        return CliRunner().invoke(app, ["query", "--db", db, *extra, sql], terminal_width=300)
+
+    for sql in (f"copy (select 1) to '{out}'", f"select * from read_text('{secret}')",
+                f"attach '{tmp_path / 'other.duckdb'}'", "install httpfs", "load httpfs"):
+        r = q(sql)
+        assert r.exit_code == 2 and "hunter2" not in r.output, (sql, r.output)
+        assert "disabled" in r.output and "--allow-files" in r.output, (sql, r.output)
+    for sql in ("set enable_external_access = true", "set lock_configuration = false",
+                "set autoinstall_known_extensions = true"):
+        r = q(sql)
+        assert r.exit_code == 2 and "locked" in r.output, (sql, r.output)
+    assert not out.exists() and not (tmp_path / "other.duckdb").exists()
+    r = q("select count(*) as n from marts.findings", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.output)[0]["n"] > 10
+    r = q(f"select content from read_text('{secret}')", "--allow-files", "--format", "csv")
+    assert r.exit_code == 0 and "hunter2" in r.output, r.output
+    r = q(f"copy (select 1 as x) to '{out}'", "--allow-files")
+    assert r.exit_code == 0 and out.read_text().split() == ["x", "1"]
+
+
+def test_query_writes_nested_and_odd_types_as_csv(sim_run):
+    """Lists, structs, maps, intervals and blobs made polars fail (or panic) under --format
+    csv: they are written as DuckDB's text of them."""
+    sql = ("select [1, 2] as l, {'a': 1} as s, map([1], [2]) as m, interval 1 day as i, "
+           "'x'::blob as b, union_value(k := 3) as u, 4 as \"odd\"\"name\"")
+    r = CliRunner().invoke(app, ["query", "--db", str(sim_run["db"]), "--format", "csv", sql])
+    assert r.exit_code == 0, r.output
+    header, row = 'l,s,m,i,b,u,"odd""name"', '"[1, 2]",{\'a\': 1},{1=2},1 day,x,3,4'
+    assert r.output.splitlines() == [header, row]
+    r = CliRunner().invoke(app, ["query", "--db", str(sim_run["db"]), "--format", "json", sql])
+    assert r.exit_code == 0 and json.loads(r.output)[0]["l"] == [1, 2], r.output
+    r = CliRunner().invoke(app, ["query", "--db", str(sim_run["db"]), "--format", "xml", sql])
+    assert r.exit_code == 2 and "expected table, csv or json" in r.output
+
+
+def test_escape_sequences_from_data_and_file_names_are_shown_not_sent(sim_run, tmp_path):
+    """A file name or a record holding ESC [ 2 J (clear the screen), an 8-bit CSI or an OSC
+    reached the terminal as is from `recon run`, `recon quarantine` and `recon query`: their
+    control characters are printed as escapes (\\x1b), never sent."""
+    src = next((sim_run["root"] / "input" / "k8s").rglob("watch-pods-*.jsonl"))
+    land = tmp_path / "in"
+    land.mkdir()
+    evil = land / "watch-pods-\x1b[2J\x1b]0;owned\x07.jsonl"
+    lines = src.read_bytes().splitlines(True)[:3]
+    evil.write_bytes(b"".join(lines) + b'{"type": "ADDED", "object": "\x1b[31m\xc2\x9b0m"}\n{\n')
+    db = tmp_path / "w.duckdb"
+    r = CliRunner().invoke(app, ["run", "--input", str(land), "--db", str(db), "--no-validate"],
+                           terminal_width=300)
+    assert r.exit_code == 0, r.output
+
+    def clean(out: str) -> None:
+        assert not any(c in out for c in "\x1b\x07\x9b"), repr(out)
+
+    clean(r.output)
+    assert "watch-pods-\\x1b[2J\\x1b]0;owned\\x07.jsonl" in r.output
+    r = CliRunner().invoke(app, ["quarantine", "--db", str(db)], terminal_width=300)
+    assert r.exit_code == 0 and "\\x1b" in r.output, r.output
+    clean(r.output)
+    r = CliRunner().invoke(app, ["query", "--db", str(db),
+                                 "select source_file, record from raw.quarantine"],
+                           terminal_width=300)
+    assert r.exit_code == 0 and "\\x9b" in r.output, r.output
+    clean(r.output)
+    r = CliRunner().invoke(app, ["query", "--db", str(db), "select chr(27) || '[2J' as x"])
+    assert r.exit_code == 0 and "\\x1b[2J" in r.output
+    clean(r.output)
+
+
+def test_a_locked_warehouse_or_a_full_disk_is_one_line_and_exit_1(sim_run, tmp_path,
+                                                                 monkeypatch):
+    """The warehouse held by another run was a 39-line traceback, a full disk DuckDB's
+    FatalException or a raw OSError: one line saying what to do, and exit 1."""
+    import errno
+    import subprocess
+    import sys
+
+    import duckdb
+
+    db = tmp_path / "held.duckdb"
+    duckdb.connect(str(db)).close()
+    code = (f"import duckdb, time; c = duckdb.connect({str(db)!r}); "
+            "print('held', flush=True); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for args in (["run", "--input", str(sim_run["root"] / "input"), "--db", str(db)],
+                     ["query", "--db", str(db), "select 1"],
+                     ["quarantine", "--db", str(db)]):
+            r = CliRunner().invoke(app, args, terminal_width=300)
+            assert r.exit_code == 1, (args, r.output)
+            want = (f"error: {db} is in use by another process (PID {holder.pid}): wait for "
+                    "it to finish (or stop it), or give another --db")
+            assert r.output.strip().splitlines() == [want], r.output
+    finally:
+        holder.kill()
+        holder.wait()
+    import recon.exports
+    import recon.pipeline
+
+    for exc in (duckdb.FatalException("FATAL Error: could not write: No space left on device"),
+                OSError(errno.ENOSPC, "No space left on device")):
+        def full(*a, exc=exc, **k):
+            raise exc
+        monkeypatch.setattr(recon.pipeline, "run", full)
+        r = CliRunner().invoke(app, ["run", "--input", str(sim_run["root"] / "input"),
+                                     "--db", str(tmp_path / "w.duckdb")], terminal_width=300)
+        assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
+        assert r.output.startswith(f"error: no space left on the disk while writing "
+                                   f"{tmp_path / 'w.duckdb'}: free space there"), r.output
+        monkeypatch.setattr(recon.exports, "export_day", full)
+        r = CliRunner().invoke(app, ["export", "--db", str(sim_run["db"]), "--day", "2026-06-01",
+                                     "--out", str(tmp_path / "ex")], terminal_width=300)
+        assert r.exit_code == 1 and "no space left on the disk while writing into" in r.output
+    # anything else is still a bug's traceback
+    monkeypatch.setattr(recon.pipeline, "run", lambda *a, **k: 1 / 0)
+    r = CliRunner().invoke(app, ["run", "--input", str(sim_run["root"] / "input"),
+                                 "--db", str(tmp_path / "w.duckdb")])
+    assert isinstance(r.exception, ZeroDivisionError)

@@ -923,3 +923,83 @@ def test_the_window_keeps_an_event_that_carries_a_last_time_only(daily, tmp_path
     run(sim, tmp_path / "w.duckdb", day_from=date(2026, 6, 3), day_to=date(2026, 6, 3))
     assert seen["staged"] == [(None, "2026-06-03 12:00:00+00")]
     assert seen["scoped"] == 1
+
+
+def test_a_file_modified_in_the_future_is_landed_with_a_warning(sim_run, tmp_path):
+    """A future mtime (a clock set wrong) said "modified -172800 s ago" and held the file back
+    for two days with a settle time: it is taken as settled, and the run says which file and
+    how far ahead its clock was."""
+    import time as _time
+
+    from recon.warehouse import load_folder
+
+    land = tmp_path / "land"
+    land.mkdir()
+    bill = land / "billing-account.json"
+    shutil.copy(sim_run["root"] / "input" / "runpod" / "billing-account.json", bill)
+    ahead = _time.time() + 2 * 86400
+    os.utime(bill, (ahead, ahead))
+    con = connect(None)
+    [r] = load_folder(con, land, settle_seconds=600)
+    assert r.kind != "settling" and r.loaded > 0 and not r.skip_reason
+    [w] = r.warnings
+    assert str(bill.resolve()) in w and "in the future" in w
+    assert 172790 <= float(re.search(r"modified (\d+) s in the future", w).group(1)) <= 172800
+    assert con.execute("select records_loaded from raw.files").fetchone()[0] == r.loaded
+    # a file modified a moment ago still waits
+    now = _time.time()
+    os.utime(bill, (now, now))
+    [r] = load_folder(connect(None), land, settle_seconds=600)
+    assert r.kind == "settling" and not r.warnings
+
+
+def test_a_copied_file_lands_once_and_a_moved_folder_is_not_landed_again(sim_run, tmp_path):
+    """A byte-identical copy of a billing file made every finding of its bucket twice (the
+    findings' uniqueness check failed: nothing published), and a landing folder moved elsewhere
+    landed every file again under its new absolute path. Files are known by content and by
+    their path under the landing root."""
+    import duckdb
+
+    land = tmp_path / "a" / "land"
+    shutil.copytree(sim_run["root"] / "input", land)
+    (land / "expected" / "ground_truth.json").unlink()
+    bill = next((land / "runpod").glob("billing-pods-0*.json"))
+    copy = bill.with_name("zz-" + bill.name)
+    shutil.copy(bill, copy)  # a new mtime: known by its sha256
+    db = tmp_path / "w.duckdb"
+    res = run(land, db, validate=True)
+    assert res.validation.success, res.validation.summary()
+    [dup] = [r for r in res.files if r.kind == "duplicate"]
+    assert dup.path == str(copy.resolve()) and dup.loaded == 0 and dup.skipped == dup.records_in > 0
+    assert str(bill.resolve()) in dup.skip_reason and "byte-identical copy" in dup.skip_reason
+
+    def state():
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            return {"files": con.execute("select count(*) from raw.files").fetchone()[0],
+                    "billing": con.execute("select count(*) from raw.runpod_billing").fetchone()[0],
+                    "findings": con.execute("select finding_id, amount_at_stake from "
+                                            "marts.findings order by all").fetchall()}
+        finally:
+            con.close()
+
+    first = state()
+    want = duckdb.connect(str(sim_run["db"]), read_only=True)
+    assert first["findings"] == want.execute("select finding_id, amount_at_stake from "
+                                             "marts.findings order by all").fetchall()
+    assert first["billing"] == want.execute("select count(*) from raw.runpod_billing").fetchone()[0]
+    want.close()
+    assert len({f for f, _ in first["findings"]}) == len(first["findings"])
+    # the landing folder moved (mtimes kept), then copied without them: nothing lands again
+    moved = tmp_path / "b" / "land"
+    moved.parent.mkdir()
+    land.rename(moved)
+    res = run(moved, db)
+    assert all(r.unchanged for r in res.files), [r.path for r in res.files if not r.unchanged]
+    assert state() == first
+    again = tmp_path / "c" / "land"
+    shutil.copytree(moved, again, copy_function=shutil.copyfile)
+    shutil.rmtree(moved)
+    res = run(again, db)
+    assert all(r.unchanged for r in res.files) and state() == first
+    assert res.records_in == sum(r.loaded + r.quarantined + r.skipped for r in res.files)

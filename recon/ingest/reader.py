@@ -94,6 +94,8 @@ class FileResult:
     skip_reason: str | None = None
     unchanged: bool = False
     sha256: str | None = None  # set by a reader that hashed the file while reading it
+    # said to whoever runs the landing (`recon run` prints them, the daily flow logs them)
+    warnings: list = field(default_factory=list)
     rows: dict = field(default_factory=lambda: {t: [] for t in TABLES})
     bad: list = field(default_factory=list)
 

@@ -8,27 +8,36 @@ with lines as (
     where source in ('v2_pods', 'v2_serverless', 'v2_network_volumes')
 ),
 
+-- One version per pull time. Several lines of one bucket with the same pulledAt (a duplicated
+-- hour, two files of one pull, endTimes spelled or cut differently) are one version: the largest
+-- amount and the latest end. So pulled_at is unique within each bucket's versions and every
+-- window below orders them totally; with ties, which line came first or last was whichever
+-- the sort met first, and bill_state, first_amount and the provisional counts changed between
+-- runs of the same files.
 versions as (
-    select resource_kind, resource_id, bucket_start, bucket_end, pulled_at, max(amount) as amount
+    select resource_kind, resource_id, bucket_start, pulled_at,
+           max(bucket_end) as bucket_end, max(amount) as amount
     from lines
     where bucket_start is not null and resource_id is not null
-    group by all
+    group by resource_kind, resource_id, bucket_start, pulled_at
 ),
 
 ordered as (
     select
         *,
         lag(amount) over w as previous_amount,
-        row_number() over (partition by resource_id, bucket_start order by pulled_at desc nulls last) as recency,
-        count(*) over (partition by resource_id, bucket_start) as pulls,
+        row_number() over (partition by resource_kind, resource_id, bucket_start
+                           order by pulled_at desc nulls last) as recency,
+        count(*) over (partition by resource_kind, resource_id, bucket_start) as pulls,
         first_value(amount) over w as first_amount
     from versions
-    window w as (partition by resource_id, bucket_start order by pulled_at nulls first)
+    window w as (partition by resource_kind, resource_id, bucket_start order by pulled_at nulls first)
 ),
 
 changes as (
-    select resource_id, bucket_start, count(*) filter (where previous_amount is not null
-                                                         and previous_amount <> amount) as changes
+    select resource_kind, resource_id, bucket_start,
+           count(*) filter (where previous_amount is not null
+                              and previous_amount <> amount) as changes
     from ordered
     group by all
 ),
@@ -44,7 +53,7 @@ final as (
              when o.pulled_at < o.bucket_end + to_hours(cfg_int('settlement_lag_hours')) then 'provisional'
              else 'settled' end as state
     from ordered o
-    join changes c using (resource_id, bucket_start)
+    join changes c using (resource_kind, resource_id, bucket_start)
     where o.recency = 1
 )
 

@@ -49,7 +49,7 @@ balance as (
     from staging.stg_runpod__balance
     where balance < spend_per_hour
     qualify row_number() over (partition by cast(date_trunc('day', observed_at) as date)
-                               order by balance - spend_per_hour, observed_at) = 1
+                               order by balance - spend_per_hour, observed_at, balance) = 1
 )
 
 select * from unused

@@ -48,7 +48,9 @@ startup_budget as (
 failed_scheduling as (
     select e.cluster, e.object_uid as pod_uid, e.object_namespace as namespace, e.object_name as pod_name,
            min(e.first_at) as first_at, max(e.last_at) as last_at, sum(e.event_count) as attempts,
-           arg_min(e.message, e.first_at) as message
+           -- the first message; of two first seen at once, the smaller, so that runs agree
+           arg_min(e.message, case when e.first_at is not null then (e.first_at, e.message) end)
+               as message
     from staging.stg_k8s__events e
     where e.object_kind = 'Pod' and e.reason = 'FailedScheduling'
       and e.message like '%Insufficient nvidia.com/gpu%'

@@ -21,14 +21,20 @@ with sessions as (
 ),
 
 objects as (
-    select * from staging.stg_k8s__scaled_objects
+    -- the longest matching name owns the pod; kind and name break a tie of lengths
+    select *, row(length(coalesce(target_name, name)), kind, name) as rank_key
+    from staging.stg_k8s__scaled_objects
 ),
 
 last_pod as (
+    -- pods that ended together: the greatest (pod, namespace, cluster) is the last one, a total
+    -- order, so the same files name the same pod on every run
     select s.session_id,
-           arg_max(w.cluster, w.pod_name) as cluster, arg_max(w.namespace, w.pod_name) as namespace,
-           max(w.pod_name) as pod_name, min(w.node_name) as node_name,
-           arg_max(w.scheduled_at, w.pod_name) as scheduled_at
+           arg_max(w.cluster, row(w.pod_name, w.namespace, w.cluster)) as cluster,
+           arg_max(w.namespace, row(w.pod_name, w.namespace, w.cluster)) as namespace,
+           arg_max(w.pod_name, row(w.pod_name, w.namespace, w.cluster)) as pod_name,
+           min(w.node_name) as node_name,
+           arg_max(w.scheduled_at, row(w.pod_name, w.namespace, w.cluster)) as scheduled_at
     from sessions s
     join intermediate.int_resource__workloads w
       on w.resource_id = s.resource_id and w.window_end_at = s.last_finished_at
@@ -37,11 +43,11 @@ last_pod as (
 
 owners as (
     select l.session_id,
-           arg_max(o.kind, length(coalesce(o.target_name, o.name))) as owner_kind,
-           arg_max(o.namespace || '/' || o.name, length(coalesce(o.target_name, o.name))) as owner,
-           arg_max(o.name, length(coalesce(o.target_name, o.name))) as owner_name,
-           arg_max(o.cooldown_seconds, length(coalesce(o.target_name, o.name))) as cooldown_seconds,
-           arg_max(o.stabilization_seconds, length(coalesce(o.target_name, o.name))) as stabilization_seconds
+           arg_max(o.kind, o.rank_key) as owner_kind,
+           arg_max(o.namespace || '/' || o.name, o.rank_key) as owner,
+           arg_max(o.name, o.rank_key) as owner_name,
+           arg_max(o.cooldown_seconds, o.rank_key) as cooldown_seconds,
+           arg_max(o.stabilization_seconds, o.rank_key) as stabilization_seconds
     from last_pod l
     join objects o
       on o.cluster is not distinct from l.cluster and o.namespace = l.namespace

@@ -15,7 +15,10 @@ final as (
         try_cast(pulled_at as timestamptz) as snapshot_at
     from source
     qualify row_number() over (partition by doc ->> '$.id'
-                               order by try_cast(pulled_at as timestamptz) desc nulls last) = 1
+                               -- then the file and its record: two snapshots of one pull
+                               -- time would otherwise be kept by whichever the sort met first
+                               order by try_cast(pulled_at as timestamptz) desc nulls last,
+                                        source_file desc, record_no desc) = 1
 )
 
 select * from final

@@ -11,7 +11,10 @@ final as (
         doc ->> '$.type' as volume_type
     from source
     qualify row_number() over (partition by doc ->> '$.id'
-                               order by try_cast(pulled_at as timestamptz) desc nulls last) = 1
+                               -- then the file and its record: two snapshots of one pull
+                               -- time would otherwise be kept by whichever the sort met first
+                               order by try_cast(pulled_at as timestamptz) desc nulls last,
+                                        source_file desc, record_no desc) = 1
 )
 
 select * from final

@@ -135,6 +135,27 @@ def test_markdown_escapes_cells():
     assert "pod\\|x" in md and "a \\| b c" in md and "No billed resource" in md
 
 
+def test_markdown_renders_no_markup_from_data():
+    """The summary artifact rendered `<img>`/`<svg>` from pod and namespace names (only `|` and
+    newlines were escaped): HTML from data is shown as text, and so is a markdown link."""
+    from decimal import Decimal
+
+    from flows.daily_reconciliation import render_markdown
+
+    f = {"code": "BILLED_AFTER_EXIT", "severity": "warning",
+         "resource_id": "<img src=x onerror=alert(1)>",
+         "amount_at_stake": Decimal("2"),
+         "message": "pod ns/<svg onload=alert(1)> & [click](javascript:alert(1)) `x` a_b*c*"}
+    validation = {"run_id": "r", "evaluated": 2, "passed": 1,
+                  "warnings": ["<script>alert(1)</script> in pod_x"]}
+    md = render_markdown(date(2026, 6, 1), "x.duckdb", None, [f], None, validation)
+    for tag in ("<img", "<svg", "<script", "[click](", "`x`"):
+        assert tag not in md, tag
+    assert "&lt;img src=x onerror=alert(1)&gt;" in md
+    assert "ns/&lt;svg onload=alert(1)&gt; &amp; \\[click\\](javascript:alert(1)) \\`x\\`" in md
+    assert "a\\_b\\*c\\*" in md and "&lt;script&gt;" in md
+
+
 def test_a_critical_validation_failure_fails_the_task(tmp_path, monkeypatch):
     import recon.validate
     from flows.daily_reconciliation import validate_marts
@@ -265,3 +286,49 @@ def test_the_daily_steps_rebuild_the_trailing_days_a_restatement_changes(monkeyp
         rows = [r for r in csv.DictReader(f)]
     pod_rows = [r for r in rows if "pod_a1" in r.values()]
     assert pod_rows and sum(Decimal(r["billed_amount"]) for r in pod_rows) == day1 + 5
+
+
+def test_a_full_disk_fails_the_pull_build_and_export_with_one_sentence(no_key, monkeypatch,
+                                                                      tmp_path):
+    """A full disk during the pull, the build or the export failed the task with DuckDB's
+    FatalException or a raw OSError: it is one sentence naming what to do, and not retried."""
+    import errno
+
+    import duckdb
+
+    import connectors.runpod
+    import recon.exports
+    import recon.pipeline
+    from flows.common import retry_transient
+    from flows.daily_reconciliation import build_marts, export_finance, pull_provider_window
+
+    monkeypatch.setenv("RUNPOD_API_KEY", KEY)
+    db = tmp_path / "w.duckdb"
+    duckdb.connect(str(db)).close()
+    for exc in (OSError(errno.ENOSPC, "No space left on device"),
+                duckdb.FatalException("FATAL Error: write failed: No space left on device")):
+        def full(*a, exc=exc, **k):
+            raise exc
+        monkeypatch.setattr(connectors.runpod, "pull_billing", full)
+        monkeypatch.setattr(recon.pipeline, "run", full)
+        monkeypatch.setattr(recon.exports, "export_day", full)
+        for call, where in (
+                (lambda: pull_provider_window.fn(str(tmp_path), date(2026, 6, 1), date(2026, 6, 1),
+                                                 base_url="http://127.0.0.1:9"),
+                 f"landing the pull in {tmp_path}"),
+                (lambda: build_marts.fn(str(tmp_path), str(db), date(2026, 6, 1)), f"writing {db}"),
+                (lambda: export_finance.fn(str(db), date(2026, 6, 1), str(tmp_path / "ex")),
+                 f"writing into {tmp_path / 'ex'}")):
+            with pytest.raises(RuntimeError) as got:
+                call()
+            assert str(got.value).startswith(f"no space left on the disk while {where}: free "
+                                              "space there"), got.value
+            assert got.value.__cause__ is None
+
+            class _State:
+                def result(self, raise_on_failure=False):
+                    return got.value
+            assert retry_transient(None, None, _State()) is False
+    monkeypatch.setattr(recon.pipeline, "run", lambda *a, **k: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        build_marts.fn(str(tmp_path), str(db), date(2026, 6, 1))
