@@ -15,6 +15,8 @@ from pathlib import Path
 import orjson
 import pyarrow as pa
 
+from connectors.pod_secrets import MARKERS_TEXT
+
 from .classify import doc_kind
 from .reader import FileResult, _cluster_of, _jsonl_line, arrow_query, ts_ok_sql
 
@@ -51,6 +53,10 @@ _ODD_NUMBER = r"(?:[-+]?(?i:inf|nan)|-?[0-9.]+[eE]\+?[0-9]{3}|-?[0-9]{20})"
 LENIENT_RES = (rf",{_WS}(?:[\]}}]|{_ODD_NUMBER})", rf":{_WS}{_ODD_NUMBER}",
                rf"\[{_WS}{_ODD_NUMBER}")
 LENIENT_SQL = " or ".join(f"regexp_matches(line, '{r}')" for r in LENIENT_RES)
+# a line that may hold a secret value (a pod's env, a registry credential: pod_secrets.py) goes
+# to the Python path, which stores it redacted; the others (pods without env, events, nodes,
+# workers) land here unparsed by Python. A few substring tests per line.
+SECRETS_SQL = "(" + " or ".join(f"contains(line, '{m}')" for m in MARKERS_TEXT) + ")"
 
 
 _UNITS = {"bytes": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2, "gb": 1000**3,
@@ -150,7 +156,7 @@ def _modes(cluster: str) -> dict[str, _Mode]:
         f"case when starts_with({v[9]}, '\"') then {_str(v[9])} else '' end as resource_version, "
         f"case when starts_with({v[4]}, '\"') then {_str(v[4])} end as seen_at, {v[2]} as doc, "
         f"{ts_ok_sql('$', v[10])} as ts_ok",
-        python_first="contains(line, 'BOOKMARK')")
+        python_first=f"contains(line, 'BOOKMARK') or {SECRETS_SQL}")
     # the keys whose presence makes doc_kind() answer something else than a job
     not_job = ["$.kind", "$.x_recon", "$.type", "$.object", "$.items", "$.records", "$.workers",
                "$.pods", "$.endpoints", "$.networkVolumes"]
@@ -181,7 +187,7 @@ def _modes(cluster: str) -> dict[str, _Mode]:
         f"and ({v[5]} is null or {v[5]} = 'null' or starts_with({v[5]}, '\"'))",
         f"'workers' as inventory_kind, {_str(v[4])} as endpoint_id, "
         f"case when starts_with({v[5]}, '\"') then {_str(v[5])} end as pulled_at",
-        items=True)
+        python_first=SECRETS_SQL, items=True)
     return {"watch": watch, "job": job, "workers": workers}
 
 

@@ -10,6 +10,7 @@ from . import jsonl
 from .classify import doc_kind
 from .jsonl import (
     LENIENT_SQL,
+    SECRETS_SQL,
     _fast_mode,
     _is_gzip,
     _nonempty,
@@ -92,7 +93,7 @@ def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | N
     v = ("try(json_extract(line, ['$', '$.kind', '$.metadata.uid', '$.metadata.resourceVersion', "
          "'$.metadata.creationTimestamp']))")
     parsed = (f"with p as materialized (select line_no, {v} as v from _recon_chunk "
-              f"where not ({LENIENT_SQL})), "
+              f"where not ({LENIENT_SQL}) and not {SECRETS_SQL}), "
               "f as (select line_no, v from p where v is not null and starts_with(v[1], '{') "
               f"and {_nonempty('v[2]')} and {_nonempty('v[3]')} "
               "and (v[4] is null or v[4] = 'null' or starts_with(v[4], '\"'))) ")
