@@ -78,11 +78,11 @@ def may_hold_secrets(text: bytes | str) -> bool:
 
 
 def _env(value: Any) -> Any:
-    if isinstance(value, dict):  # Runpod: {"NAME": "value"}
+    if type(value) is dict:  # Runpod: {"NAME": "value"}
         return {k: fingerprint(v) for k, v in value.items()}
-    if isinstance(value, list):  # Kubernetes: [{"name": "NAME", "value": "..."}] or valueFrom
+    if type(value) is list:  # Kubernetes: [{"name": "NAME", "value": "..."}] or valueFrom
         return [({**item, "value": fingerprint(item["value"])}
-                 if isinstance(item, dict) and "value" in item else _walk(item))
+                 if type(item) is dict and "value" in item else _walk(item))
                 for item in value]
     return value  # a label or selector called `env` ("env": "prod") is no secret
 
@@ -97,27 +97,44 @@ def _last_applied(text: Any) -> Any:
     return orjson.dumps(_walk(doc)).decode()
 
 
+# Subtrees that never hold a value of a pod spec: an object's status (phases, conditions,
+# container states) and managedFields (field names only, never values; often half a pod's
+# JSON). Not walked: landing every pod version of a busy cluster walks its spec alone.
+_SKIP = frozenset({"status", "managedFields"})
+
+
 def _walk(node: Any) -> Any:
-    """``node`` with every secret value replaced; a new object only where something changed."""
-    if isinstance(node, list):
-        out = [_walk(v) for v in node]
-        return node if all(a is b for a, b in zip(out, node)) else out
-    if not isinstance(node, dict):
+    """``node`` with every secret value replaced; a new object only where something changed
+    (scalars are not visited: this runs for every landed pod version)."""
+    if type(node) is list:
+        out = None
+        for i, v in enumerate(node):
+            if type(v) is dict or type(v) is list:
+                new = _walk(v)
+                if new is not v:
+                    if out is None:
+                        out = list(node)
+                    out[i] = new
+        return node if out is None else out
+    if type(node) is not dict:
         return node
-    changed = False
-    out = {}
+    changes = None
     for k, v in node.items():
         if k == "env":
             new = _env(v)
         elif k == LAST_APPLIED:
             new = _last_applied(v)
-        elif k in SECRET_KEYS and isinstance(v, str):
+        elif k in SECRET_KEYS and type(v) is str:
             new = fingerprint(v)
-        else:
+        elif (type(v) is dict or type(v) is list) and k not in _SKIP:
             new = _walk(v)
-        changed = changed or new is not v and new != v
-        out[k] = new
-    return out if changed else node
+        else:
+            continue
+        if new is not v and new != v:
+            if changes is None:
+                changes = {}
+            changes[k] = new
+    return node if changes is None else {**node, **changes}
 
 
 def redact_secrets(doc: Any) -> Any:
