@@ -45,9 +45,14 @@ class LandedFile:
 
 @dataclass
 class PullResult:
+    """What one pull landed. ``given_up``: the calls it did not complete because a deadline
+    passed (the request's or the pull's), each naming the call and why; their files are not
+    landed, so a later pull fetches them (the trailing days are pulled again each day)."""
+
     pulled_at: datetime
     files: list[LandedFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    given_up: list[str] = field(default_factory=list)
 
     def by_kind(self, kind: str) -> list[LandedFile]:
         return [f for f in self.files if f.kind == kind]
