@@ -189,3 +189,36 @@ def test_fast_paths_store_what_the_python_reader_stores(tmp_path, monkeypatch):
                 con.close()
     assert docs[True] == docs[False] and len(docs[True]) == 9  # 2 + 3 + 3 pods, a worker
     assert not any(s in doc for _, _, doc in docs[True] for s in PLANTED)
+
+
+def test_a_secret_in_a_later_chunk_is_found_by_the_chunk_pre_check(tmp_path, monkeypatch):
+    """The DuckDB paths test lines for secrets only in chunks whose bytes hold a marker: small
+    chunks, plain pods first and the pod with env last, in a watch file and a List."""
+    from recon.ingest import jsonl, lists
+
+    monkeypatch.setattr(jsonl, "FAST_CHUNK", 4096)
+    monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)
+    folder = tmp_path / "in" / "cluster=c1"
+    folder.mkdir(parents=True)
+    plain = []
+    for i in range(40):
+        p = k8s_pod(f"plain{i}")
+        for key in ("containers", "initContainers", "ephemeralContainers"):
+            for c in p["spec"][key]:
+                c.pop("env")
+        del p["metadata"]["annotations"]
+        plain.append(p)
+    (folder / "watch.jsonl").write_text("".join(
+        json.dumps({"type": "ADDED", "object": o}) + "\n" for o in [*plain, k8s_pod("last")]))
+    (folder / "list.json").write_text(json.dumps(
+        {"apiVersion": "v1", "kind": "List", "metadata": {},
+         "items": [*plain[:20], k8s_pod("last-item")]}))
+    con = connect(tmp_path / "db.duckdb")
+    try:
+        load_folder(con, tmp_path / "in")
+        assert con.execute("select count(*) from raw.k8s_objects").fetchone()[0] == 62
+        assert _leaks(con) == []
+        assert con.execute("select count(*) from raw.k8s_objects where "
+                           "contains(doc, ?)", [fingerprint(HF_TOKEN)]).fetchone()[0] == 2
+    finally:
+        con.close()
