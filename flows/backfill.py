@@ -33,6 +33,7 @@ try:
         publish_summary,
         pull_provider_window,
         validate_marts,
+        with_given_up,
     )
 except ImportError:  # pragma: no cover - the project is not installed
     from common import (  # type: ignore
@@ -48,6 +49,7 @@ except ImportError:  # pragma: no cover - the project is not installed
         publish_summary,
         pull_provider_window,
         validate_marts,
+        with_given_up,
     )
 
 BATCH_DAYS = 7
@@ -107,8 +109,9 @@ def backfill(start: str, end: str, landing_dir: str = "data/landing",
         log.info("%s: already published, skipped (force=true rebuilds it)", day)
         out["skipped"].append(day.isoformat())
     limits = tags_with_limits()  # a task carries a tag only for its limit (flows/common.py)
+    pulled = None
     if pull_provider and todo:
-        limited(pull_provider_window, limits)(str(landing_dir), todo[0], todo[-1])
+        pulled = limited(pull_provider_window, limits)(str(landing_dir), todo[0], todo[-1])
     cfg = str(config) if config else None
     for batch in batches(todo, batch_days):
         first, last = batch[0], batch[-1]
@@ -116,6 +119,7 @@ def backfill(start: str, end: str, landing_dir: str = "data/landing",
                                             prefetch_gate=validation)
         checked = (limited(validate_marts, limits)(str(db), first, last) if validation
                    else {"skipped": "validation=false"})
+        load = with_given_up(load, pulled)
         for day in batch:
             if exports_dir:
                 limited(export_finance, limits)(str(db), day, str(exports_dir))

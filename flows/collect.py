@@ -19,20 +19,26 @@ from prefect.futures import wait
 
 try:
     from flows.common import (
+        COLLECT_ONCE_TIMEOUT_S,
         RUNPOD_TAG,
+        TASK_TIMEOUT_MARGIN_S,
         limited,
         local_api_defaults,
         logger,
+        pull_timeout_seconds,
         require_runpod_api_key,
         retry_transient,
         tags_with_limits,
     )
 except ImportError:  # pragma: no cover - the project is not installed
     from common import (  # type: ignore
+        COLLECT_ONCE_TIMEOUT_S,
         RUNPOD_TAG,
+        TASK_TIMEOUT_MARGIN_S,
         limited,
         local_api_defaults,
         logger,
+        pull_timeout_seconds,
         require_runpod_api_key,
         retry_transient,
         tags_with_limits,
@@ -72,7 +78,8 @@ def collect_kubernetes(landing_dir: str, kubeconfig: str | None = None,
 
 
 @task(retries=3, retry_delay_seconds=[30, 120, 300], retry_jitter_factor=0.2,
-      retry_condition_fn=retry_transient, tags=[RUNPOD_TAG], cache_policy=NO_CACHE)
+      retry_condition_fn=retry_transient, tags=[RUNPOD_TAG], cache_policy=NO_CACHE,
+      timeout_seconds=pull_timeout_seconds())  # the snapshot's own deadline, and a margin
 def snapshot_runpod_inventory(landing_dir: str, base_url: str | None = None) -> dict:
     """Land /v2/pods, /v2/serverless (+ workers) and /v2/network-volumes (terminated resources
     vanish from the inventory, and their rates with them: snapshot it on a schedule)."""
@@ -87,7 +94,11 @@ def snapshot_runpod_inventory(landing_dir: str, base_url: str | None = None) -> 
     for w in res.warnings:
         logger().warning(w)
     logger().info("Runpod inventory: %d files", len(res.files))
-    return {"files": len(res.files), "pulled_at": res.pulled_at.isoformat()}
+    if res.given_up:
+        logger().warning("Runpod inventory: gave up %d call(s) at a deadline, not landed: %s",
+                         len(res.given_up), "; ".join(res.given_up))
+    return {"files": len(res.files), "pulled_at": res.pulled_at.isoformat(),
+            "given_up": list(res.given_up)}
 
 
 @flow(name="collect")
@@ -117,7 +128,12 @@ def collect(landing_dir: str = "data/landing", kubeconfig: str | None = None,
     if source is None:
         logger().info("Kubernetes skipped: no kubeconfig/contexts given and not in a pod")
     else:
-        futures["kubernetes"] = collect_kubernetes.submit(
+        # a deadline for a bounded collection: a list once, or a watch for run_seconds
+        bounded = COLLECT_ONCE_TIMEOUT_S if once else (
+            run_seconds + TASK_TIMEOUT_MARGIN_S if run_seconds else None)
+        collector = collect_kubernetes.with_options(timeout_seconds=bounded) if bounded else (
+            collect_kubernetes)
+        futures["kubernetes"] = collector.submit(
             str(landing_dir), kubeconfig, contexts, once, run_seconds, max_events)
     if runpod_inventory:
         # a task carries a tag only for its limit (flows/common.py)

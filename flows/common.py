@@ -30,6 +30,23 @@ API_KEY_ENV = "RUNPOD_API_KEY"  # the connector's own default (connectors.runpod
 
 _fallback_log = logging.getLogger("flows")
 
+# Prefect's timeout on a task that talks to a provider: the connector's own deadline for the
+# pull (connectors/runpod/settings.py PULL_DEADLINE_S) plus this margin for the client, the
+# landing writes and the logging around it. The connector's deadline is what ends a slow pull
+# (and says what it gave up); Prefect's is the backstop, and it can interrupt only a task run
+# in the flow's own thread (a task `.submit()`ted runs in a worker thread: its timeout takes
+# effect when the blocking call returns).
+TASK_TIMEOUT_MARGIN_S = 300.0
+# `collect --once` lists every resource of every cluster (each list bounded by its read
+# timeouts and retries, connectors/kubernetes): past this the task is failed.
+COLLECT_ONCE_TIMEOUT_S = 3600.0
+
+
+def pull_timeout_seconds() -> float:
+    from connectors.runpod import settings
+
+    return settings.PULL_DEADLINE_S + TASK_TIMEOUT_MARGIN_S
+
 
 def logger():
     """The Prefect run logger inside a flow/task run, a plain logger otherwise (`.fn()` tests)."""
@@ -125,9 +142,12 @@ def retry_transient(task, task_run, state) -> bool:
 
     The Runpod client already retries each request (429 with Retry-After, 5xx, resets) within
     its own budget; a task retry covers an outage longer than that budget. A missing or
-    rejected key, a malformed response or a landing-file conflict fails at once.
+    rejected key, a malformed response or a landing-file conflict fails at once, and so does a
+    task that ran into its deadline (the client's RunpodDeadlineError or Prefect's task
+    timeout): retried, it would hold up the runs queued behind it for as long again.
     """
     from prefect.exceptions import MissingResult
+    from prefect.task_engine import TaskRunTimeoutError
 
     try:
         exc = state.result(raise_on_failure=False)
@@ -135,10 +155,19 @@ def retry_transient(task, task_run, state) -> bool:
         return True
     if not isinstance(exc, BaseException):
         return True
+    if isinstance(exc, TaskRunTimeoutError):  # the task used its whole time: once is enough
+        return False
     try:
-        from connectors.runpod import RunpodAPIError, RunpodRateLimitError, RunpodTransportError
+        from connectors.runpod import (
+            RunpodAPIError,
+            RunpodDeadlineError,
+            RunpodRateLimitError,
+            RunpodTransportError,
+        )
     except ImportError:
         return not isinstance(exc, (RuntimeError, ValueError, TypeError))
+    if isinstance(exc, RunpodDeadlineError):  # the deadline was the budget: not spent again
+        return False
     if isinstance(exc, (RunpodTransportError, RunpodRateLimitError)):
         return True
     if isinstance(exc, RunpodAPIError):

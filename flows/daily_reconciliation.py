@@ -31,6 +31,7 @@ try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.dail
         local_api_defaults,
         logger,
         parse_day,
+        pull_timeout_seconds,
         require_runpod_api_key,
         retry_transient,
         tags_with_limits,
@@ -45,6 +46,7 @@ except ImportError:  # pragma: no cover - the project is not installed
         local_api_defaults,
         logger,
         parse_day,
+        pull_timeout_seconds,
         require_runpod_api_key,
         retry_transient,
         tags_with_limits,
@@ -59,6 +61,7 @@ MAX_TABLE_ROWS = 5000  # a table artifact is JSON in the Prefect database: keep 
 # ------------------------------------------------------------------------------------- tasks
 @task(retries=3, retry_delay_seconds=[60, 300, 900], retry_jitter_factor=0.2,
       retry_condition_fn=retry_transient, tags=[RUNPOD_TAG],
+      timeout_seconds=pull_timeout_seconds(),  # the pull's own deadline, and a margin
       # keyed on its inputs (landing dir, window, base url): a rerun within the hour skips a
       # pull that finished; later runs pull again, since recent buckets get restated
       cache_policy=INPUTS, cache_expiration=timedelta(hours=1))
@@ -69,6 +72,9 @@ def pull_provider_window(landing_dir: str, start: date, end: date,
     The API key is resolved here (Secret block `runpod-api-key`, else RUNPOD_API_KEY) so it
     is never a task parameter (parameters are stored by the Prefect API) and never logged.
     `base_url` points the client elsewhere (a proxy, or a loopback fake in tests).
+    The pull ends by the connector's deadlines (connectors/runpod/settings.py): what it gave
+    up is logged as a warning and returned in `given_up` (the summary shows it); the next
+    run's trailing days pull those windows again.
     """
     from connectors.runpod import RunpodClient, pull_billing
 
@@ -87,8 +93,11 @@ def pull_provider_window(landing_dir: str, start: date, end: date,
     provisional = sum(f.provisional_count for f in res.files)
     logger().info("Runpod billing %s..%s: %d files, %d records (%d still in progress)",
                   start, end, len(res.files), records, provisional)
+    if res.given_up:
+        logger().warning("Runpod billing %s..%s: gave up %d call(s) at a deadline, not landed: "
+                         "%s", start, end, len(res.given_up), "; ".join(res.given_up))
     return {"files": len(res.files), "records": records, "provisional": provisional,
-            "pulled_at": res.pulled_at.isoformat()}
+            "pulled_at": res.pulled_at.isoformat(), "given_up": list(res.given_up)}
 
 
 @task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
@@ -268,6 +277,11 @@ def render_markdown(day: date, db: str, summary: dict | None, findings: list[dic
         lines += [f"* warning: {_md(w)}" for w in validation["warnings"][:TOP_FINDINGS]]
     elif validation:
         lines.append(f"Validation skipped: {validation['skipped']}.")
+    given_up = (load or {}).get("provider_given_up") or []
+    if given_up:
+        lines.append(f"Provider pull: gave up {len(given_up)} call(s) at a deadline (not "
+                     "landed; the next run's trailing days pull them again):")
+        lines += [f"* {_md(g)}" for g in given_up[:TOP_FINDINGS]]
     lines.append(f"Warehouse: `{db}` (`marts.findings`, `marts.resource_day`, "
                  f"`marts.billed_segments`).")
     return "\n".join(lines) + "\n"
@@ -328,6 +342,13 @@ def _mark_published(db: str, day: date, validation: dict | None) -> None:
         con.close()
 
 
+def with_given_up(load: dict, pulled: dict | None) -> dict:
+    """The build's result, plus what the provider pull before it gave up at a deadline
+    (`provider_given_up`: the summary lists it beside the input it describes)."""
+    given_up = (pulled or {}).get("given_up")
+    return {**load, "provider_given_up": given_up} if given_up else load
+
+
 def _window(day: date, last_day: date) -> str:
     return str(day) if last_day == day else f"{day}..{last_day}"
 
@@ -354,12 +375,14 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
         raise ValueError("trailing_days must be at least 1")
     limits = tags_with_limits()  # a task carries a tag only for its limit (flows/common.py)
     first = day - timedelta(days=trailing_days - 1) if pull_provider else day
+    pulled = None
     if pull_provider:
-        limited(pull_provider_window, limits)(landing_dir, first, day)
+        pulled = limited(pull_provider_window, limits)(landing_dir, first, day)
     load = limited(build_marts, limits)(landing_dir, db, first, config, settle_seconds,
                                         last_day=day, prefetch_gate=validation)
     checked = (limited(validate_marts, limits)(db, first, day) if validation
                else {"skipped": "validation=false"})
+    load = with_given_up(load, pulled)
     out = None
     for d in days_between(first, day):
         if exports_dir:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import orjson
 
+from ..pod_secrets import may_hold_secrets, redact_secrets
 from . import settings
 
 log = logging.getLogger(__name__)
@@ -111,19 +112,21 @@ class LandingWriter:
         self._dirty = False
 
     def write(self, event_type: str, obj: dict) -> int:
-        """Write one row; returns the number of bytes written."""
+        """Write one row; returns the number of bytes written. Env values, registry
+        credentials and the last-applied manifest of a pod spec are landed as fingerprints
+        (``connectors/pod_secrets.py``): they never reach the landing area."""
         now = self.clock().astimezone(UTC)
-        line = (
-            orjson.dumps(
-                {
-                    "type": event_type,
-                    "object": obj,
-                    "cluster": self.cluster,
-                    "seenAt": now.strftime(settings.SEEN_AT_FORMAT),
-                }
-            )
-            + b"\n"
-        )
+        row = {
+            "type": event_type,
+            "object": obj,
+            "cluster": self.cluster,
+            "seenAt": now.strftime(settings.SEEN_AT_FORMAT),
+        }
+        line = orjson.dumps(row)
+        if may_hold_secrets(line):  # most objects (events, nodes) hold none: no second pass
+            row["object"] = redact_secrets(obj)
+            line = orjson.dumps(row)
+        line += b"\n"
         hour = now.strftime(settings.HOUR_FORMAT)
         if (
             self._fd is None

@@ -34,6 +34,7 @@ from .http_client import (
     RunpodAuthError,
     RunpodClient,
     RunpodConfigError,
+    RunpodDeadlineError,
     RunpodError,
     RunpodNotFoundError,
     RunpodRateLimitError,
@@ -75,6 +76,7 @@ __all__ = [
     "RunpodAuthError",
     "RunpodClient",
     "RunpodConfigError",
+    "RunpodDeadlineError",
     "RunpodError",
     "RunpodNotFoundError",
     "RunpodRateLimitError",
@@ -109,6 +111,9 @@ def pull_billing(
     Records whose bucket ends after the pull time are listed (by index into ``records``) in
     ``x_recon.provisionalRecordIndexes``: they are still in progress and not final.
     A later pull of the same window lands beside the earlier one (new ``pulled=`` folder).
+    The pull ends by the client's ``pull_deadline``: a request cut by a deadline, and every
+    request not made when the pull's deadline had passed, is listed in ``given_up`` (and
+    logged) instead of raising; what was landed stays landed.
     """
     kinds = tuple(kinds)
     unknown = [k for k in kinds if k not in settings.BILLING_ENDPOINTS]
@@ -125,6 +130,7 @@ def pull_billing(
         )
         pulled = rfc3339(pulled_at)
         result = PullResult(pulled_at=pulled_at)
+        deadline = client.monotonic() + client.pull_deadline
         for kind in kinds:
             endpoint = settings.BILLING_ENDPOINTS[kind]
             for w_start, w_end in windows:
@@ -134,7 +140,13 @@ def pull_billing(
                     "bucketSize": settings.BILLING_BUCKET_SIZE,
                 }
                 window = (params["startTime"], params["endTime"])
-                resp, endpoint = _get_billing(client, endpoint, params, window, result)
+                try:
+                    resp, endpoint = _get_billing(
+                        client, endpoint, params, window, result, deadline
+                    )
+                except RunpodDeadlineError as exc:
+                    _give_up(result, str(exc))
+                    continue
                 records = _check_billing(kind, resp, window)
                 provisional = [
                     i for i, rec in enumerate(records) if parse_rfc3339(rec["endTime"]) > pulled_at
@@ -165,11 +177,17 @@ def _get_billing(
     params: dict[str, str],
     window: tuple[str, str],
     result: PullResult,
+    deadline: float,
 ) -> tuple[ApiResponse, str]:
     """GET a billing endpoint; on 404 for network volumes, try the older spelling once and keep
     using it for the rest of the pull. Returns the response and the endpoint to use next."""
+    if client.monotonic() >= deadline:
+        raise RunpodDeadlineError(
+            f"{describe_call(endpoint, window)}: not requested, the pull's deadline "
+            f"({client.pull_deadline:g}s) had passed"
+        )
     try:
-        return client.get_json(endpoint, params, window=window), endpoint
+        return client.get_json(endpoint, params, window=window, deadline=deadline), endpoint
     except RunpodNotFoundError:
         if endpoint != settings.BILLING_NETWORK_VOLUMES:
             raise
@@ -181,7 +199,7 @@ def _get_billing(
     log.warning(msg)
     result.warnings.append(msg)
     try:
-        return client.get_json(legacy, params, window=window), legacy
+        return client.get_json(legacy, params, window=window, deadline=deadline), legacy
     except RunpodNotFoundError as exc:
         raise RunpodNotFoundError(
             f"{describe_call(endpoint, window)}: 404 on both {endpoint} and {legacy}",
@@ -191,6 +209,11 @@ def _get_billing(
             title=exc.title,
             detail=exc.detail,
         ) from None
+
+
+def _give_up(result: PullResult, why: str) -> None:
+    log.warning("runpod pull gave up: %s", why)
+    result.given_up.append(why)
 
 
 def _check_billing(kind: str, resp: ApiResponse, window: tuple[str, str]) -> list[dict]:
@@ -265,7 +288,9 @@ def snapshot_inventory(
     ``/v2/serverless/{id}/workers`` and ``/v2/network-volumes`` under one ``pulled=`` folder.
 
     An endpoint deleted between the listing and its workers call (404) is skipped with a
-    warning (in ``PullResult.warnings``); every other error raises.
+    warning (in ``PullResult.warnings``); a call cut by a deadline, or not made because the
+    pull's deadline (``client.pull_deadline``) had passed, is listed in ``given_up``; every
+    other error raises.
     """
     own = client is None
     client = client or RunpodClient(api_key)
@@ -277,12 +302,21 @@ def snapshot_inventory(
         pulled = rfc3339(pulled_at)
         st = stamp(pulled_at)
         result = PullResult(pulled_at=pulled_at)
+        deadline = client.monotonic() + client.pull_deadline
 
         def land(
             kind: str, endpoint: str, params: dict[str, str], endpoint_id: str | None = None
-        ) -> ApiResponse:
+        ) -> ApiResponse | None:
             path_for_call = endpoint.replace("{id}", endpoint_id) if endpoint_id else endpoint
-            resp = client.get_json(path_for_call, params)
+            if client.monotonic() >= deadline:
+                _give_up(result, f"{describe_call(path_for_call, None)}: not requested, the "
+                         f"pull's deadline ({client.pull_deadline:g}s) had passed")
+                return None
+            try:
+                resp = client.get_json(path_for_call, params, deadline=deadline)
+            except RunpodDeadlineError as exc:
+                _give_up(result, str(exc))
+                return None
             key = settings.INVENTORY_LIST_KEYS[kind]
             items = resp.body.get(key)
             if not isinstance(items, list):
@@ -302,7 +336,10 @@ def snapshot_inventory(
 
         land("pods", settings.PODS, {"includeClusterPods": "false"})
         serverless = land("serverless", settings.SERVERLESS, {})
-        if include_workers:
+        if serverless is None and include_workers:
+            _give_up(result, f"{describe_call(settings.SERVERLESS_WORKERS, None)}: not "
+                     "requested, the endpoints were not listed")
+        elif include_workers:
             for ep in serverless.body["endpoints"]:
                 ep_id = ep.get("id") if isinstance(ep, dict) else None
                 if not ep_id:

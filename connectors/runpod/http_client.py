@@ -1,8 +1,11 @@
 """The one HTTP layer of the Runpod connector: a ``requests.Session`` wrapper.
 
-* every call carries a (connect, read) timeout and never follows redirects;
+* every call carries a (connect, read) timeout and never follows redirects, and a total
+  deadline (``request_deadline``, or the caller's earlier one: a pull's) over all its attempts
+  and waits, enforced however slowly the server sends (:mod:`.deadline`);
 * 429, 5xx, connection errors, timeouts, broken transfers and invalid JSON in a 2xx are retried
-  with capped exponential backoff; ``Retry-After`` (seconds or HTTP date) is honoured exactly;
+  with capped exponential backoff; ``Retry-After`` (seconds or HTTP date) is honoured exactly
+  up to ``max_wait``, and never past the deadline;
 * ``RateLimit`` / ``RateLimit-Policy`` headers are tracked: when a window's remaining count is
   0 the next call first waits for that window's reset;
 * ``application/problem+json`` errors become exceptions whose message names the endpoint, the
@@ -27,9 +30,9 @@ from typing import Any, Self
 
 import orjson
 import requests
-from requests.adapters import HTTPAdapter
 
 from . import settings
+from .deadline import DeadlineAdapter, attempt_deadline
 
 log = logging.getLogger("connectors.runpod")
 
@@ -144,6 +147,11 @@ class RunpodTransportError(RunpodError):
     the HTTP stack (not retried)."""
 
 
+class RunpodDeadlineError(RunpodTransportError):
+    """The request's (or the pull's) total deadline passed, or a wait the server asked for
+    would end past it. ``what`` names the call."""
+
+
 class RunpodResponseError(RunpodError):
     """A 2xx whose body is unusable: invalid JSON after retries, or a missing required field."""
 
@@ -256,6 +264,8 @@ class RunpodClient:
 
     ``api_key`` defaults to the ``RUNPOD_API_KEY`` environment variable. ``sleep`` and
     ``monotonic`` are injectable so tests can measure waits without waiting.
+    ``request_deadline`` bounds one ``get_json`` call, every attempt and wait included;
+    ``pull_deadline`` one pull of :mod:`connectors.runpod` (defaults: ``settings``).
     """
 
     def __init__(
@@ -271,6 +281,8 @@ class RunpodClient:
         backoff_base: float = settings.BACKOFF_BASE_S,
         backoff_cap: float = settings.BACKOFF_CAP_S,
         max_wait: float = settings.MAX_WAIT_S,
+        request_deadline: float | None = None,
+        pull_deadline: float | None = None,
         jitter: bool = True,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
@@ -298,6 +310,18 @@ class RunpodClient:
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self.max_wait = max_wait
+        # None: the settings' values when the client is made (so a deployment may set them)
+        if request_deadline is None:
+            request_deadline = settings.REQUEST_DEADLINE_S
+        if pull_deadline is None:
+            pull_deadline = settings.PULL_DEADLINE_S
+        for name, value in (("request_deadline", request_deadline),
+                            ("pull_deadline", pull_deadline)):
+            if not value > 0:
+                raise RunpodConfigError(f"{name} must be a positive number of seconds, got "
+                                        f"{value!r}")
+        self.request_deadline = float(request_deadline)
+        self.pull_deadline = float(pull_deadline)  # read by the pull functions
         self.jitter = jitter
         self.sleep = sleep
         self.monotonic = monotonic
@@ -306,7 +330,7 @@ class RunpodClient:
         self._owns_session = session is None
         self.session = session or requests.Session()
         self.session.trust_env = trust_env
-        adapter = HTTPAdapter(max_retries=0)  # retries are ours, not urllib3's
+        adapter = DeadlineAdapter(max_retries=0)  # retries are ours, not urllib3's
         self.session.mount("https://", adapter)
         self.session.mount("http://", adapter)
         self.session.headers.update(
@@ -336,10 +360,13 @@ class RunpodClient:
         params: Mapping[str, str] | None = None,
         *,
         window: tuple[str, str] | None = None,
+        deadline: float | None = None,
     ) -> ApiResponse:
         """GET ``endpoint`` (a ``/v2/...`` path) and return its JSON object body.
 
         ``window`` (start, end strings) is only used to make error messages name the window.
+        ``deadline`` (on this client's ``monotonic`` clock; a pull's) ends the call earlier
+        than ``request_deadline`` would: RunpodDeadlineError.
         """
         if not endpoint.startswith("/v2/"):
             raise RunpodConfigError(f"refusing non-v2 path {endpoint!r}")
@@ -351,18 +378,42 @@ class RunpodClient:
         last_status: int | None = None
         last_problem: dict[str, Any] = {}
         attempts = 0
+        started = self.monotonic()
+        own_limit = started + self.request_deadline
+        limit = own_limit if deadline is None else min(own_limit, deadline)
+
+        def too_late(doing: str) -> RunpodDeadlineError:
+            whose = (f"request deadline {self.request_deadline:g}s" if limit == own_limit
+                     else "the pull's deadline")
+            return RunpodDeadlineError(
+                f"{what}: {doing} after {self.monotonic() - started:.1f}s and {attempts} "
+                f"attempt(s) ({whose}); last: {last_failure}",
+                endpoint=endpoint, window=window, status=last_status,
+            )
+
         for attempt in range(self.max_retries + 1):
-            self._wait_for_rate_limit(what)
+            self._wait_for_rate_limit(what, limit, too_late)
+            left = limit - self.monotonic()
+            if left <= 0:
+                raise too_late("deadline passed")
             attempts += 1
             self.calls += 1
             log.debug("runpod request: GET %s params=%s (attempt %d)", endpoint, params, attempts)
             delay: float | None = None
             unexpected: str | None = None
+            guard = None
+            answered = False
             try:
-                resp = self.session.get(
-                    url, params=params, auth=self._auth, timeout=self.timeout, allow_redirects=False
-                )
-                content = resp.content
+                with attempt_deadline(left) as guard:
+                    resp = self.session.get(
+                        url,
+                        params=params,
+                        auth=self._auth,
+                        timeout=self._timeout_within(left),
+                        allow_redirects=False,
+                    )
+                    content = resp.content
+                    answered = True
             except (
                 requests.ConnectionError,
                 requests.Timeout,
@@ -377,7 +428,11 @@ class RunpodClient:
                 # text is kept, and the exception is raised outside this block so the
                 # original is neither chained nor kept as __context__.
                 unexpected = f"{type(exc).__name__}: {redact(str(exc))[:200]}"
-            else:
+            if guard is not None and guard.fired:
+                # the timer cut the connection: whatever arrived (or failed) is not the answer
+                last_failure = "the answer was still arriving when the deadline passed"
+                raise too_late("cut off")
+            if answered:
                 self._note_rate_limit(resp.headers)
                 status = resp.status_code
                 if 200 <= status < 300:
@@ -434,6 +489,8 @@ class RunpodClient:
                     detail=last_problem.get("detail"),
                     errors=last_problem.get("errors"),
                 )
+            if self.monotonic() + delay >= limit:
+                raise too_late(f"giving up instead of waiting {delay:.0f}s")
             log.warning(
                 "runpod %s: %s; retry %d/%d in %.2fs",
                 what,
@@ -483,7 +540,18 @@ class RunpodClient:
             state.blocked_until = None
             state.blocking_window = None
 
-    def _wait_for_rate_limit(self, what: str) -> None:
+    def _timeout_within(self, left: float) -> float | tuple[float, float]:
+        """The (connect, read) timeout, none longer than the ``left`` seconds of the deadline."""
+        if isinstance(self.timeout, tuple):
+            return tuple(min(t, left) for t in self.timeout)  # type: ignore[return-value]
+        return min(self.timeout, left)
+
+    def _wait_for_rate_limit(
+        self,
+        what: str,
+        limit: float = float("inf"),
+        too_late: Callable[[str], RunpodError] | None = None,
+    ) -> None:
         state = self.rate_limit
         if state.blocked_until is None:
             return
@@ -494,6 +562,9 @@ class RunpodClient:
                     f"{what}: RateLimit window {state.blocking_window!r} exhausted; reset in "
                     f"{remaining:.0f}s (> max_wait {self.max_wait:.0f}s)"
                 )
+            if too_late is not None and self.monotonic() + remaining >= limit:
+                raise too_late(f"RateLimit window {state.blocking_window!r} resets in "
+                               f"{remaining:.0f}s, past the deadline")
             log.info(
                 "runpod rate limit: window %r exhausted, waiting %.2fs before %s",
                 state.blocking_window,

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from ..pod_secrets import may_hold_secrets, redact_secrets
 from . import settings
 from .http_client import RunpodError, log
 from .windows import Now, resolve_now, stamp
@@ -44,9 +45,14 @@ class LandedFile:
 
 @dataclass
 class PullResult:
+    """What one pull landed. ``given_up``: the calls it did not complete because a deadline
+    passed (the request's or the pull's), each naming the call and why; their files are not
+    landed, so a later pull fetches them (the trailing days are pulled again each day)."""
+
     pulled_at: datetime
     files: list[LandedFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    given_up: list[str] = field(default_factory=list)
 
     def by_kind(self, kind: str) -> list[LandedFile]:
         return [f for f in self.files if f.kind == kind]
@@ -105,12 +111,19 @@ def landing_bytes(raw: bytes | None, body: dict[str, Any], meta: dict[str, Any])
 
     When the raw bytes are available they are kept byte for byte (numbers keep every digit the
     API sent); the result is re-parsed and checked before use, else it is re-serialised.
+    A body with secret values (pods', endpoints' and templates' env, registry credentials) is
+    re-serialised with fingerprints in their place (``connectors/pod_secrets.py``): the raw
+    bytes of such a body are never landed.
     """
     if settings.ENVELOPE_KEY in body:
         raise LandingError(
             f"response already carries a top-level {settings.ENVELOPE_KEY!r} key;"
             " refusing to overwrite it"
         )
+    if raw is None or may_hold_secrets(raw):  # (billing bodies hold none: no walk)
+        clean = redact_secrets(body)
+        if clean is not body:
+            body, raw = clean, None
     head = orjson.dumps(meta)
     if raw is not None and body:
         text = raw.lstrip()

@@ -81,8 +81,18 @@ MAX_RETRIES = 5  # retries after the first attempt (429, 5xx, connection errors,
 BACKOFF_BASE_S = 1.0  # first backoff; doubles each retry ...
 BACKOFF_CAP_S = 60.0  # ... up to this cap
 # A server-requested wait (Retry-After, or RateLimit reset when remaining is 0) longer than this
-# is not slept through: the call fails with RunpodRateLimitError instead.
-MAX_WAIT_S = 900.0
+# is not slept through: the call fails with RunpodRateLimitError instead. Retry-After is
+# honoured on every attempt, so this cap times MAX_RETRIES bounds the sleeping of one request
+# (900 s let one pull sleep ~5 hours); the request deadline below bounds it too.
+MAX_WAIT_S = 120.0
+# Total deadlines. The (connect, read) timeout above applies to each socket read, so a server
+# sending a byte every few seconds never trips it; these bound the wall-clock time of one
+# request (every attempt, backoff and server-requested wait included: RunpodDeadlineError) and
+# of one pull (pull_billing, snapshot_inventory: the calls left when it passes are not made,
+# and the pull's result names them in `given_up`). A wait that would end past a deadline is
+# not started.
+REQUEST_DEADLINE_S = 300.0
+PULL_DEADLINE_S = 1800.0
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 ERROR_BODY_SNIPPET = 300  # characters of a non-problem error body quoted in messages
 

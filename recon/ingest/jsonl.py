@@ -15,6 +15,8 @@ from pathlib import Path
 import orjson
 import pyarrow as pa
 
+from connectors.pod_secrets import MARKERS, MARKERS_TEXT
+
 from .classify import doc_kind
 from .reader import FileResult, _cluster_of, _jsonl_line, arrow_query, ts_ok_sql
 
@@ -51,6 +53,12 @@ _ODD_NUMBER = r"(?:[-+]?(?i:inf|nan)|-?[0-9.]+[eE]\+?[0-9]{3}|-?[0-9]{20})"
 LENIENT_RES = (rf",{_WS}(?:[\]}}]|{_ODD_NUMBER})", rf":{_WS}{_ODD_NUMBER}",
                rf"\[{_WS}{_ODD_NUMBER}")
 LENIENT_SQL = " or ".join(f"regexp_matches(line, '{r}')" for r in LENIENT_RES)
+# a line that may hold a secret value (a pod's env, a registry credential: pod_secrets.py) goes
+# to the Python path, which stores it redacted; the others (pods without env, events, nodes,
+# workers) land here unparsed by Python. DuckDB's substring tests cost ~0.7 s per 38 MB of pod
+# versions here (8 markers), so they run only on a chunk whose bytes hold a marker at all
+# (`marked`, on the reading buffer: memchr speed): a file without any pays nothing.
+SECRETS_SQL = "(" + " or ".join(f"contains(line, '{m}')" for m in MARKERS_TEXT) + ")"
 
 
 _UNITS = {"bytes": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2, "gb": 1000**3,
@@ -131,8 +139,10 @@ class _Mode:
                 f"order by line_no")
 
 
-def _modes(cluster: str) -> dict[str, _Mode]:
+def _modes(cluster: str, secrets: bool = True) -> dict[str, _Mode]:
+    """The fast kinds' SQL; `secrets`: lines that may hold a secret go to Python (SECRETS_SQL)."""
     v = [f"v[{i}]" for i in range(18)]
+    marked = SECRETS_SQL if secrets else "false"
     watch = _Mode(
         "k8s_objects",
         # 1 type, 2 object, 3 cluster, 4 seenAt, 5 kind, 6 x_recon, 7 object.kind,
@@ -150,7 +160,7 @@ def _modes(cluster: str) -> dict[str, _Mode]:
         f"case when starts_with({v[9]}, '\"') then {_str(v[9])} else '' end as resource_version, "
         f"case when starts_with({v[4]}, '\"') then {_str(v[4])} end as seen_at, {v[2]} as doc, "
         f"{ts_ok_sql('$', v[10])} as ts_ok",
-        python_first="contains(line, 'BOOKMARK')")
+        python_first=f"contains(line, 'BOOKMARK') or {marked}")
     # the keys whose presence makes doc_kind() answer something else than a job
     not_job = ["$.kind", "$.x_recon", "$.type", "$.object", "$.items", "$.records", "$.workers",
                "$.pods", "$.endpoints", "$.networkVolumes"]
@@ -184,7 +194,7 @@ def _modes(cluster: str) -> dict[str, _Mode]:
         f"'workers' as inventory_kind, case when {_nonempty(v[4])} then {_str(v[4])} end "
         f"as endpoint_id, "
         f"case when starts_with({v[5]}, '\"') then {_str(v[5])} end as pulled_at",
-        items=True)
+        python_first=marked if secrets else None, items=True)
     return {"watch": watch, "job": job, "workers": workers}
 
 
@@ -463,22 +473,26 @@ def land_jsonl(con, path: Path, display: str) -> FileResult | None:
         mode_name = _fast_mode(head, bool(f.read(1)))
     if mode_name is None:
         return None
-    mode = _modes(_cluster_of(display, None))[mode_name]
-    insert = mode.insert_sql(display)
+    modes = [_modes(_cluster_of(display, None), secrets)[mode_name] for secrets in (False, True)]
+    insert = [m.insert_sql(display) for m in modes]
     res = FileResult(path=display, kind="jsonl")
     hasher = None if _is_gzip(path) else hashlib.sha256()  # a gzip file: its caller hashes it
     with small_write_buffer(con):
-        _land_chunks(con, path, mode, insert, res, hasher)
+        _land_chunks(con, path, modes, insert, res, hasher)
     if hasher is not None:
         res.sha256 = hasher.hexdigest()  # read once: landing and hashing share the pass
     return res
 
 
-def _land_chunks(con, path: Path, mode: _Mode, insert: str, res: FileResult, hasher) -> None:
+def _land_chunks(con, path: Path, modes: list[_Mode], inserts: list[str], res: FileResult,
+                 hasher) -> None:
+    """`modes`, `inserts`: without and with the secrets test (SECRETS_SQL), per chunk."""
     no0 = 0  # line number of the chunk's first line, minus one
     for c in _chunks(path, hasher):
         n = c.n
         if c.table is not None:
+            marked = int(marked_bytes(c.buf, len(c.data)))
+            mode, insert = modes[marked], inserts[marked]
             def chunk(sql: str, table=c.table):
                 return arrow_query(con, "_recon_chunk", table, sql)
 
@@ -504,6 +518,11 @@ def _land_chunks(con, path: Path, mode: _Mode, insert: str, res: FileResult, has
                 raw = raw[:-1]
             _jsonl_line(res, no0 + k + 1, raw, c.final and k == n - 1 and c.trailing)
         no0 += n
+
+
+def marked_bytes(buf: bytearray, end: int) -> bool:
+    """Does buf[:end] hold a marker of a possible secret (pod_secrets.MARKERS) anywhere?"""
+    return any(buf.find(m, 0, end) >= 0 for m in MARKERS)
 
 
 def _is_gzip(path: Path) -> bool:

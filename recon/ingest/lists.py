@@ -10,11 +10,13 @@ from . import jsonl
 from .classify import doc_kind, list_item_kind, with_list_kind
 from .jsonl import (
     LENIENT_SQL,
+    SECRETS_SQL,
     _fast_mode,
     _is_gzip,
     _nonempty,
     _q,
     _str,
+    marked_bytes,
     row_group_parts,
 )
 from .list_scan import ListLayout, scan_list
@@ -105,23 +107,28 @@ def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | N
         doc = f"case when v[2] is null then '{head}' || substr(v[1], 2) else v[1] end"
     else:
         has_kind, kind, doc = _nonempty("v[2]"), _str("v[2]"), "v[1]"
-    parsed = (f"with p as materialized (select line_no, {v} as v from _recon_chunk "
-              f"where not ({LENIENT_SQL})), "
-              "f as (select line_no, v from p where v is not null and starts_with(v[1], '{') "
-              f"and {has_kind} and {_nonempty('v[3]')} "
-              "and (v[4] is null or v[4] = 'null' or starts_with(v[4], '\"'))) ")
-    insert = (f"insert into raw.k8s_objects by name {parsed}"
-              f"select '{_q(display)}' as source_file, line_no as record_no, "
-              f"'items[' || line_no || ']' as locator, '{_q(cluster)}' as cluster, "
-              f"'LISTED' as event_type, {kind} as kind, {_str('v[3]')} as uid, "
-              f"case when starts_with(v[4], '\"') then {_str('v[4]')} else '' end "
-              f"as resource_version, null as seen_at, {doc} as doc, "
-              f"{ts_ok_sql('$', 'v[5]')} as ts_ok from f")
-    rest = (f"{parsed}select line_no, line from _recon_chunk anti join f using (line_no) "
-            f"order by line_no")
+    # items that may hold a secret go to Python (_k8s stores them redacted), tested only in a
+    # chunk whose bytes hold a marker at all (jsonl.SECRETS_SQL): [without, with] the test
+    inserts, rests = [], []
+    for secrets in ("false", SECRETS_SQL):
+        parsed = (f"with p as materialized (select line_no, {v} as v from _recon_chunk "
+                  f"where not ({LENIENT_SQL}) and not {secrets}), "
+                  "f as (select line_no, v from p where v is not null and starts_with(v[1], '{') "
+                  f"and {has_kind} and {_nonempty('v[3]')} "
+                  "and (v[4] is null or v[4] = 'null' or starts_with(v[4], '\"'))) ")
+        inserts.append(f"insert into raw.k8s_objects by name {parsed}"
+                       f"select '{_q(display)}' as source_file, line_no as record_no, "
+                       f"'items[' || line_no || ']' as locator, '{_q(cluster)}' as cluster, "
+                       f"'LISTED' as event_type, {kind} as kind, {_str('v[3]')} as uid, "
+                       f"case when starts_with(v[4], '\"') then {_str('v[4]')} else '' end "
+                       f"as resource_version, null as seen_at, {doc} as doc, "
+                       f"{ts_ok_sql('$', 'v[5]')} as ts_ok from f")
+        rests.append(f"{parsed}select line_no, line from _recon_chunk anti join f "
+                     f"using (line_no) order by line_no")
     n = 0
     with jsonl.small_write_buffer(con), open(path, "rb") as f:
-        for table in _item_chunks(f, layout.items):
+        for table, marked in _item_chunks(f, layout.items):
+            insert, rest = inserts[marked], rests[marked]
             slow = []
             # in row_group_parts: the rest beyond whole row groups first, appended to the
             # table's last, partly filled row group (the files landed before), then whole row
@@ -149,8 +156,9 @@ def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | N
 
 def _item_chunks(f, items):
     """Yield, for chunks of the List's items of at most FAST_CHUNK bytes (at least one item),
-    an Arrow table `line_no, line` of their texts, line_no = the item's index. The strings are
-    views of one reading buffer, valid until the next chunk."""
+    an Arrow table `line_no, line` of their texts, line_no = the item's index, and 1 if the
+    chunk's bytes hold a marker of a possible secret (else 0). The strings are views of one
+    reading buffer, valid until the next chunk."""
     import numpy as np
 
     starts, ends = items[:, 0], items[:, 1]
@@ -173,6 +181,6 @@ def _item_chunks(f, items):
         if len(gaps) and gaps.sum():
             at = np.repeat(e[:-1] - np.cumsum(gaps) + gaps, gaps) + np.arange(int(gaps.sum()))
             arr[at] = 32
-        yield jsonl.lines_table(view, np.append(s, size), np.arange(a, b, dtype=np.int64),
-                                split=True)
+        yield (jsonl.lines_table(view, np.append(s, size), np.arange(a, b, dtype=np.int64),
+                                 split=True), int(marked_bytes(buf, size)))
         a = b

@@ -19,6 +19,8 @@ from pathlib import Path
 import orjson
 import pyarrow as pa
 
+from connectors.pod_secrets import may_hold_secrets, redact_secrets, redact_text
+
 from . import focus
 from .classify import (
     INVENTORY_KEYS,
@@ -76,6 +78,17 @@ AMOUNT_KEYS = ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount", "feeAmount
 CLUSTER_RE = re.compile(r"cluster=([^/\\]+)")
 
 
+# Tables whose documents may be pod specs: their env values, registry credentials and
+# last-applied manifests are replaced by fingerprints before they are stored
+# (connectors/pod_secrets.py). The DuckDB paths send every record that may hold one here.
+SECRET_TABLES = frozenset({"k8s_objects", "runpod_inventory"})
+
+
+def _without_secrets(obj, text: str) -> str:
+    """`text` (the JSON of `obj`), redacted if it may hold a secret (a cheap test first)."""
+    return _dumps(redact_secrets(obj)) if may_hold_secrets(text) else text
+
+
 def _dumps(obj) -> str:
     try:
         return orjson.dumps(obj).decode()
@@ -102,13 +115,18 @@ class FileResult:
     def add(self, table: str, locator: str, record_no: int, doc, **cols) -> None:
         self.records_in += 1
         self.loaded += 1
+        text = _dumps(doc)
+        if table in SECRET_TABLES:
+            text = _without_secrets(doc, text)
         self.rows[table].append({"record_no": record_no, "locator": locator,
-                                 "doc": _dumps(doc), **cols})
+                                 "doc": text, **cols})
 
     def quarantine(self, locator: str, record_no: int, reason: str, record) -> None:
         self.records_in += 1
         self.quarantined += 1
-        text = record if isinstance(record, str) else _dumps(record)
+        # a quarantined record is stored and shown (`recon quarantine`): no secret in it either
+        text = redact_text(record) if isinstance(record, str) else _without_secrets(
+            record, _dumps(record))
         self.bad.append({"record_no": record_no, "locator": locator, "reason": reason,
                          "record": text[:100_000]})
         log.warning("%s %s: %s", self.path, locator, reason)

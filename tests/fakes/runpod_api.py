@@ -19,7 +19,9 @@ Faults (``inject(path, fault, times=1)``; ``path`` matches exactly, or any path 
 ``Fault.http(code, retry_after=None, detail=...)`` (429/5xx/4xx problem+json),
 ``Fault.slow(seconds)``, ``Fault.truncated_json()`` (200 with half a body and a matching
 Content-Length), ``Fault.truncated_transfer()`` (Content-Length larger than what is sent),
-``Fault.disconnect()``, ``Fault.drop_field(name)``. Data-level faults are constructor options
+``Fault.disconnect()``, ``Fault.drop_field(name)``, ``Fault.drip(interval, headers=False)``
+(the answer one byte every ``interval`` seconds, from its body on, or from its status line:
+a per-read timeout never trips). Data-level faults are constructor options
 or attributes: ``restate(...)`` (a bucket's amount changes from the Nth successful pull on),
 ``withhold_from`` / ``empty_last_hour`` (late data: recent buckets answer empty),
 ``legacy_network_volumes_only`` (only ``/v2/billing/networkvolumes`` exists),
@@ -321,6 +323,10 @@ class Fault:
     @staticmethod
     def drop_field(name: str) -> Fault:
         return Fault("drop_field", field=name)
+
+    @staticmethod
+    def drip(interval: float, headers: bool = False) -> Fault:
+        return Fault("drip_headers" if headers else "drip", delay=interval)
 
 
 class VirtualClock:
@@ -817,6 +823,10 @@ class _Handler(BaseHTTPRequestHandler):
             body.pop(fault.field, None)
         raw = json.dumps(body).encode()
         entry.status, entry.body = 200, body
+        if fault and fault.kind in ("drip", "drip_headers"):
+            entry.body = None
+            self._drip(200, raw, rl_headers, fault)
+            return
         if fault and fault.kind in ("truncated_json", "truncated_transfer", "slow"):
             entry.body = None  # the client never gets (or never reads) this body
         if fault and fault.kind == "truncated_json":
@@ -835,6 +845,28 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is None:
             api._commit_pulls(pending)
         self._send(entry, 200, raw, "application/json", rl_headers)
+
+    def _drip(self, status: int, raw: bytes, headers: dict[str, str], fault: Fault) -> None:
+        """Send the answer a byte at a time, ``fault.delay`` seconds apart, until it is sent,
+        the client goes away or the fake stops."""
+        head = (f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\n"
+                + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+                + f"Content-Length: {len(raw)}\r\n\r\n").encode()
+        self.close_connection = True
+        try:
+            if fault.kind == "drip":
+                self.wfile.write(head)
+                self.wfile.flush()
+                data = raw
+            else:
+                data = head + raw
+            for i in range(len(data)):
+                if self.api._stop.wait(fault.delay):
+                    return
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            return
 
     def _problem(
         self,

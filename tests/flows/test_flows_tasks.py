@@ -88,6 +88,8 @@ def test_secret_block_wins_over_the_environment(no_key, monkeypatch):
 @pytest.mark.parametrize("exc, retry", [
     ("RunpodTransportError", True),
     ("RunpodRateLimitError", True),
+    ("RunpodDeadlineError", False),
+    ("task timeout", False),
     ("RunpodAuthError", False),
     ("RunpodResponseError", False),
     ("5xx", True),
@@ -102,6 +104,10 @@ def test_task_retries_only_transient_failures(exc, retry):
 
     if exc == "config":
         err = RuntimeError("no Runpod API key")
+    elif exc == "task timeout":
+        from prefect.task_engine import TaskRunTimeoutError
+
+        err = TaskRunTimeoutError("Scope timed out after 2100 second(s).")
     elif exc == "RunpodAuthError":
         err = rp.RunpodAuthError("401", endpoint="/v2/billing/pods", status=401)
     elif exc in ("5xx", "4xx"):
@@ -110,6 +116,47 @@ def test_task_retries_only_transient_failures(exc, retry):
     else:
         err = getattr(rp, exc)("boom", endpoint="/v2/billing/pods")
     assert retry_transient(None, None, Failed(data=err)) is retry
+
+
+def test_a_pull_cut_by_its_deadline_says_what_it_gave_up(no_key, monkeypatch, fake_runpod,
+                                                        tmp_path, caplog):
+    """Against the loopback fake, dripping its pods billing a byte every 50 ms: the pull ends
+    by the request deadline, lands the rest and names the window it gave up in its result,
+    its log and the day's summary; each Runpod task has a Prefect timeout beyond the pull's
+    own deadline."""
+    import time
+
+    from connectors.runpod import settings
+    from flows.collect import snapshot_runpod_inventory
+    from flows.common import TASK_TIMEOUT_MARGIN_S
+    from flows.daily_reconciliation import pull_provider_window, render_markdown, with_given_up
+    from tests.fakes.runpod_api import Fault
+
+    monkeypatch.setenv("RUNPOD_API_KEY", KEY)
+    monkeypatch.setattr(settings, "REQUEST_DEADLINE_S", 2.0)
+    fake_runpod.inject("/v2/billing/pods", Fault.drip(0.05), times=5)
+    flows_log = logging.getLogger("flows")
+    flows_log.addHandler(caplog.handler)
+    monkeypatch.setattr(flows_log, "disabled", False)
+    t0 = time.monotonic()
+    try:
+        out = pull_provider_window.fn(str(tmp_path), date(2026, 5, 31), date(2026, 6, 1),
+                                      base_url=fake_runpod.base_url)
+    finally:
+        flows_log.removeHandler(caplog.handler)
+    assert time.monotonic() - t0 < 2.0 + 4.0  # the cut pull, and the other three calls
+    assert out["files"] == 3 and len(out["given_up"]) == 1
+    assert out["given_up"][0].startswith("GET /v2/billing/pods for window [2026-05-31T00:00:00Z,"
+                                         " 2026-06-02T00:00:00Z): cut off after 2.")
+    assert "gave up 1 call(s) at a deadline, not landed: GET /v2/billing/pods" in caplog.text
+    load = with_given_up({"files": 3, "records_in": 9, "loaded": 9, "quarantined": 0,
+                          "skipped": 0, "staging_quarantined": 0}, out)
+    md = render_markdown(date(2026, 6, 1), "db", None, [], load, None)
+    assert "Provider pull: gave up 1 call(s) at a deadline" in md
+    assert "* GET /v2/billing/pods for window [2026-05-31T00:00:00Z" in md
+    expected = settings.PULL_DEADLINE_S + TASK_TIMEOUT_MARGIN_S
+    assert pull_provider_window.timeout_seconds == expected
+    assert snapshot_runpod_inventory.timeout_seconds == expected
 
 
 def test_days_and_defaults():

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from connectors.pod_secrets import redact_secrets
 from connectors.runpod import RunpodResponseError, snapshot_inventory
 from tests.fakes.runpod_api import Fault, landed_files, read_landed, strip_envelope
 
@@ -54,7 +55,8 @@ def test_inventory_snapshot_lands_every_kind_verbatim(tmp_path, fake, client):
         assert env.get("endpointId") == ep_id
         served = fake.successful(called)
         assert len(served) == 1 and served[0].query == params
-        assert strip_envelope(doc) == served[0].body
+        # verbatim but for env values, landed as fingerprints (test_runpod_pod_secrets.py)
+        assert strip_envelope(doc) == redact_secrets(served[0].body)
 
     pods = read_landed(folder / "pods.json")["pods"]
     assert {p["id"] for p in pods} == {"pod_a1", "pod_b2"}  # the cluster pod is excluded
