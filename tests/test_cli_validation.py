@@ -11,9 +11,10 @@ from recon.cli import app
 def test_run_fails_loudly_on_a_critical_expectation(tmp_path):
     d = tmp_path / "in"
     d.mkdir()
-    # a billing envelope whose records name no resource: landed, but no model can use its money
+    # a billing envelope whose records are of no v2 schema (no id, no totalAmount: a bare bucket
+    # and total is /v2/billing/endpoints' shape): landed, but no model can use its money
     (d / "odd.json").write_text(json.dumps({"records": [
-        {"startTime": "2026-06-01T10:00:00Z", "endTime": "2026-06-01T11:00:00Z", "totalAmount": 3.5}],
+        {"startTime": "2026-06-01T10:00:00Z", "endTime": "2026-06-01T11:00:00Z", "usd": 3.5}],
         "metadata": {}}))
     db = tmp_path / "db.duckdb"
     r = CliRunner().invoke(app, ["run", "--input", str(d), "--db", str(db)], terminal_width=200)
