@@ -11,6 +11,7 @@ from datetime import date
 from pathlib import Path
 
 from ..config import Thresholds
+from . import output
 from .emit_k8s import RV, write_k8s
 from .emit_runpod import write_runpod
 from .extras import extras_truth, plan_config, write_extras
@@ -52,6 +53,7 @@ def simulate(out: str | Path, seed: int = 7, days: int = 2, nodes: int = 4, endp
     the reconciliation once the bill is there; `awaiting_bill_days` names the day held before.
     """
     out = Path(out)
+    before = output.snapshot(out)
     if late_bill is not None and not 0 <= (late_bill - start_day).days < days:
         raise ValueError(f"late_bill {late_bill} is not one of the simulated days")
     out.mkdir(parents=True, exist_ok=True)
@@ -72,4 +74,5 @@ def simulate(out: str | Path, seed: int = 7, days: int = 2, nodes: int = 4, endp
     truth["awaiting_bill_days"] = [] if late_bill is None else [late_bill.isoformat()]
     (out / "expected").mkdir(exist_ok=True)
     (out / "expected" / "ground_truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True))
+    output.write_manifest(out, before)  # what `recon simulate --force` may clear, and only that
     return {"out": str(out), "files": len(files), "truth": truth}
