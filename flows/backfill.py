@@ -9,7 +9,10 @@ imports and runs Great Expectations once: a 30-day backfill is several times fas
 by day (bench/README.md, session 17).
 
 A day already published is skipped unless `force` (with the gate on: published after a gate
-that passed). A day whose build or gate failed was not published, so a rerun builds it again:
+that passed). A day whose provider bill has not landed is built and held, not published
+(`recon.published`): a rerun builds it again, and publishes it once its bill is there. A day
+with neither lifecycle data nor a bill fails the backfill once the other batches are done.
+A day whose build or gate failed was not published, so a rerun builds it again:
 a critical failure stops the backfill at that batch, and a rerun resumes there. `batch_days=1`
 builds and gates day by day (a failure then holds back one day, not a batch).
 
@@ -29,8 +32,8 @@ try:
     from flows.common import days_between, limited, local_api_defaults, logger, tags_with_limits
     from flows.daily_reconciliation import (
         build_marts,
-        export_finance,
-        publish_summary,
+        empty_days_error,
+        publish_days,
         pull_provider_window,
         validate_marts,
         with_given_up,
@@ -45,8 +48,8 @@ except ImportError:  # pragma: no cover - the project is not installed
     )
     from daily_reconciliation import (  # type: ignore
         build_marts,
-        export_finance,
-        publish_summary,
+        empty_days_error,
+        publish_days,
         pull_provider_window,
         validate_marts,
         with_given_up,
@@ -103,7 +106,7 @@ def backfill(start: str, end: str, landing_dir: str = "data/landing",
     days = days_between(start, end)
     done = set() if force else set(days_done(str(db), days, validation))
     log = logger()
-    out = {"built": [], "skipped": [], "batches": []}
+    out = {"built": [], "skipped": [], "batches": [], "awaiting": []}
     todo = [d for d in days if d not in done]
     for day in sorted(done):
         log.info("%s: already published, skipped (force=true rebuilds it)", day)
@@ -113,6 +116,7 @@ def backfill(start: str, end: str, landing_dir: str = "data/landing",
     if pull_provider and todo:
         pulled = limited(pull_provider_window, limits)(str(landing_dir), todo[0], todo[-1])
     cfg = str(config) if config else None
+    empty = []
     for batch in batches(todo, batch_days):
         first, last = batch[0], batch[-1]
         load = limited(build_marts, limits)(str(landing_dir), str(db), first, cfg, last_day=last,
@@ -120,14 +124,18 @@ def backfill(start: str, end: str, landing_dir: str = "data/landing",
         checked = (limited(validate_marts, limits)(str(db), first, last) if validation
                    else {"skipped": "validation=false"})
         load = with_given_up(load, pulled)
-        for day in batch:
-            if exports_dir:
-                limited(export_finance, limits)(str(db), day, str(exports_dir))
-            publish_summary(str(db), day, load, checked)
-            out["built"].append(day.isoformat())
+        done_days, none = publish_days(str(db), batch, load, checked,
+                                       str(exports_dir) if exports_dir else None, limits)
+        for d in done_days:
+            out["awaiting" if d.get("state") == "awaiting_bill" else "built"].append(
+                str(d["day"]))
+        empty += none
         out["batches"].append([first.isoformat(), last.isoformat()])
-    log.info("backfill %s..%s: %d built in %d batch(es), %d skipped", days[0], days[-1],
-             len(out["built"]), len(out["batches"]), len(out["skipped"]))
+    log.info("backfill %s..%s: %d built in %d batch(es), %d skipped, %d awaiting their bill",
+             days[0], days[-1], len(out["built"]), len(out["batches"]), len(out["skipped"]),
+             len(out["awaiting"]))
+    if empty:
+        raise empty_days_error(str(db), empty)
     return out
 
 

@@ -11,10 +11,7 @@ Deployed: `prefect.yaml` (deployment `daily-reconciliation`, 02:30 UTC for the d
 from __future__ import annotations
 
 import argparse
-import html
-import re
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal
 from pathlib import Path
 
 from prefect import flow, task
@@ -36,6 +33,18 @@ try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.dail
         retry_transient,
         tags_with_limits,
     )
+    from flows.summary import (
+        SUMMARY_KEY,
+        SUMMARY_ROWS,
+        _awaiting_before,
+        _cell,
+        _md,
+        bill_states,
+        day_summary,
+        empty_days_error,
+        hold_awaiting,
+        render_markdown,
+    )
 except ImportError:  # pragma: no cover - the project is not installed
     from common import (  # type: ignore
         RUNPOD_TAG,
@@ -51,10 +60,20 @@ except ImportError:  # pragma: no cover - the project is not installed
         retry_transient,
         tags_with_limits,
     )
+    from summary import (  # type: ignore # noqa: F401
+        SUMMARY_KEY,
+        SUMMARY_ROWS,
+        _awaiting_before,
+        _cell,
+        _md,
+        bill_states,
+        day_summary,
+        empty_days_error,
+        hold_awaiting,
+        render_markdown,
+    )
 
-SUMMARY_KEY = "recon-daily-summary"
 FINDINGS_KEY = "recon-daily-findings"
-TOP_FINDINGS = 10
 MAX_TABLE_ROWS = 5000  # a table artifact is JSON in the Prefect database: keep it bounded
 
 
@@ -138,7 +157,8 @@ def validate_marts(db: str, day: date, last_day: date | None = None) -> dict:
     in marts.validation_results) when that module exists, on one day or on the window
     `day`..`last_day` (a backfill's batch: one gate for the batch's days and files); any
     critical failure raises with the report. Warnings are logged and shown in the summary. A
-    day without billed rows is only a warning (an idle fleet is possible).
+    day without billed or active rows is a warning here; the flow fails it after the gate
+    (`reconcile_day`: a day with neither lifecycle data nor a bill is not reconciled).
     """
     from recon.pipeline import empty_days
     from recon.warehouse import connect
@@ -177,114 +197,6 @@ def validate_marts(db: str, day: date, last_day: date | None = None) -> dict:
              report.evaluated, report.passed, len(report.warnings), report.seconds)
     return {"run_id": run_id, "evaluated": report.evaluated, "passed": report.passed,
             "warnings": [str(w) for w in report.warnings]}
-
-
-def day_summary(db: str, day: date) -> tuple[dict, list[dict]]:
-    """The day's summary row (as `recon run` prints it) and its findings, most money first."""
-    from recon.pipeline import summarise
-    from recon.warehouse import connect
-
-    con = connect(db, read_only=True)
-    try:
-        summary = next((d for d in summarise(con) if d["day"] == day), None)
-        cur = con.execute(
-            "select finding_id, code, severity, resource_id, day, window_start, window_end, "
-            "seconds, amount_at_stake, message from marts.findings where day = ? "
-            "order by amount_at_stake desc nulls last, code, resource_id, finding_id", [day])
-        cols = [c[0] for c in cur.description]
-        findings = [dict(zip(cols, r)) for r in cur.fetchall()]
-    finally:
-        con.close()
-    return summary, findings
-
-
-def _cell(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, datetime):
-        return v.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    if isinstance(v, Decimal):  # plain digits: str() gives 0E-12 for a zero amount
-        return format(v, "f")
-    return str(v)
-
-
-# Markdown's own punctuation where data may stand: `[text](url)` would be a link, `|` would end
-# the table cell, a backtick a code span
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
-
-
-def _md(v) -> str:
-    """A value from data (pod, namespace and file names, messages quoting them) as text in a
-    markdown table cell: the UI renders HTML in markdown, so `<img>`/`<svg>` from a pod name
-    would be rendered; its &, < and > become entities, and markdown's punctuation is escaped."""
-    text = html.escape(_cell(v), quote=False)
-    return _MD_SPECIAL.sub(r"\\\1", text).replace("\r", " ").replace("\n", " ")
-
-
-def _usd(v) -> str:
-    return str(Decimal(v or 0).quantize(Decimal("0.01")))
-
-
-SUMMARY_ROWS = (  # (label, summary key); the test reads these labels back. The rows under
-    # Billed add up to it (recon.pipeline.SUMMARY_METRICS partitions the categories).
-    ("Billed", "billed"),
-    ("Busy", "busy"),
-    ("Serverless execution", "serverless_execution"),
-    ("Startup / cold start", "startup"),
-    ("Tail (billed after exit)", "tail"),
-    ("Serverless idle", "serverless_idle"),
-    ("Serverless rounding", "serverless_rounding"),
-    ("Idle gap + unobserved", "idle_unobserved"),
-    ("Storage, compute running", "storage_running"),
-    ("Lingering storage", "lingering_storage"),
-    ("Network volume", "network_volume"),
-)
-
-
-def render_markdown(day: date, db: str, summary: dict | None, findings: list[dict],
-                    load: dict | None, validation: dict | None = None) -> str:
-    lines = [f"# GPU billing reconciliation, {day} (UTC)", ""]
-    if summary is None:
-        lines += [f"No billed resource for {day} in `{db}`.", ""]
-    else:
-        lines += ["| category | USD |", "|---|---:|"]
-        lines += [f"| {label} | {_usd(summary[key])} |" for label, key in SUMMARY_ROWS]
-        lines += [f"| At stake ({summary['findings']} findings) | {_usd(summary['at_stake'])} |",
-                  ("| of it outside the day's bill (savings-plan upfront, unbilled work, "
-                   f"balance shortfall) | {_usd(summary.get('at_stake_outside_bill', 0))} |"),
-                  ""]
-    if findings:
-        top = findings[:TOP_FINDINGS]
-        lines += [f"## Top {len(top)} findings by money at stake", "",
-                  "| # | code | severity | resource | USD at stake | message |",
-                  "|---:|---|---|---|---:|---|"]
-        lines += [f"| {i} | {f['code']} | {f['severity']} | {_md(f['resource_id'])} | "
-                  f"{_usd(f['amount_at_stake'])} | {_md(f['message'])} |"
-                  for i, f in enumerate(top, 1)]
-        lines.append("")
-    if load:
-        first, last = load.get("window") or (str(day), str(day))
-        built = "" if first == last else f" (the build of {first}..{last}, this day's batch)"
-        lines.append(f"Input{built}: {load['files']} files, {load['records_in']} records: "
-                     f"{load['loaded']} loaded, {load['quarantined']} quarantined at load, "
-                     f"{load['staging_quarantined']} quarantined in staging, {load['skipped']} "
-                     f"skipped (not billing data).")
-    if validation and "evaluated" in validation:
-        lines.append(f"Validation `{validation['run_id']}`: {validation['passed']} of "
-                     f"{validation['evaluated']} expectations held, "
-                     f"{len(validation['warnings'])} warning(s) "
-                     f"(`marts.validation_results`).")
-        lines += [f"* warning: {_md(w)}" for w in validation["warnings"][:TOP_FINDINGS]]
-    elif validation:
-        lines.append(f"Validation skipped: {validation['skipped']}.")
-    given_up = (load or {}).get("provider_given_up") or []
-    if given_up:
-        lines.append(f"Provider pull: gave up {len(given_up)} call(s) at a deadline (not "
-                     "landed; the next run's trailing days pull them again):")
-        lines += [f"* {_md(g)}" for g in given_up[:TOP_FINDINGS]]
-    lines.append(f"Warehouse: `{db}` (`marts.findings`, `marts.resource_day`, "
-                 f"`marts.billed_segments`).")
-    return "\n".join(lines) + "\n"
 
 
 @task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
@@ -349,6 +261,24 @@ def with_given_up(load: dict, pulled: dict | None) -> dict:
     return {**load, "provider_given_up": given_up} if given_up else load
 
 
+def publish_days(db: str, days: list[date], load: dict | None, checked: dict | None,
+                 exports_dir: str | None, limits: frozenset[str]) -> tuple[list[dict], list[date]]:
+    """After a batch's gate: every day published (its CSVs, then its summary) unless it awaits
+    its bill (held) or holds nothing (returned among the empty days, for the caller to fail)."""
+    states = limited(bill_states, limits)(db, days[0], days[-1])
+    out, empty = [], []
+    for d in days:
+        if states.get(d) == "empty":
+            empty.append(d)
+        elif states.get(d) == "awaiting_bill":
+            out.append(hold_awaiting(db, d, load, checked))
+        else:
+            if exports_dir:
+                limited(export_finance, limits)(db, d, exports_dir)
+            out.append(publish_summary(db, d, load, checked))
+    return out, empty
+
+
 def _window(day: date, last_day: date) -> str:
     return str(day) if last_day == day else f"{day}..{last_day}"
 
@@ -369,25 +299,33 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
 
     With `pull_provider`, the days pulled again (`trailing_days`, ending with `day`) are the
     days rebuilt, gated, exported and published: the pull is there for the buckets the
-    provider restated, and a restated bucket changes its own day's bill. Until 0.10.8 only
-    `day` was rebuilt, so a restatement reached staging and never its day's marts or CSVs."""
+    provider restated, and a restated bucket changes its own day's bill. Earlier days built
+    while their bill had not landed (`recon.published.awaiting_before`) are built again first,
+    in batches of consecutive days (pulled again with `pull_provider`), and published once
+    their bill is there. A day awaiting its bill is held (`hold_awaiting`), not published; a
+    day with neither lifecycle data nor a bill fails the run once the other days are done."""
+    from recon.published import batches
+
     if pull_provider and trailing_days < 1:
         raise ValueError("trailing_days must be at least 1")
     limits = tags_with_limits()  # a task carries a tag only for its limit (flows/common.py)
     first = day - timedelta(days=trailing_days - 1) if pull_provider else day
-    pulled = None
-    if pull_provider:
-        pulled = limited(pull_provider_window, limits)(landing_dir, first, day)
-    load = limited(build_marts, limits)(landing_dir, db, first, config, settle_seconds,
-                                        last_day=day, prefetch_gate=validation)
-    checked = (limited(validate_marts, limits)(db, first, day) if validation
-               else {"skipped": "validation=false"})
-    load = with_given_up(load, pulled)
-    out = None
-    for d in days_between(first, day):
-        if exports_dir:
-            limited(export_finance, limits)(db, d, exports_dir)
-        out = publish_summary(db, d, load, checked)  # `day` last: its artifacts are the latest
+    runs = [*batches(_awaiting_before(db, first), 7), days_between(first, day)]
+    out, empty = None, []
+    for batch in runs:
+        pulled = None
+        if pull_provider:
+            pulled = limited(pull_provider_window, limits)(landing_dir, batch[0], batch[-1])
+        load = limited(build_marts, limits)(landing_dir, db, batch[0], config, settle_seconds,
+                                            last_day=batch[-1], prefetch_gate=validation)
+        checked = (limited(validate_marts, limits)(db, batch[0], batch[-1]) if validation
+                   else {"skipped": "validation=false"})
+        load = with_given_up(load, pulled)
+        done, none = publish_days(db, batch, load, checked, exports_dir, limits)
+        out = done[-1] if done else out  # `day` last: its artifacts are the latest
+        empty += none
+    if empty:
+        raise empty_days_error(db, empty)
     return out
 
 

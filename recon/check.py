@@ -74,8 +74,12 @@ def run_checks(con, day) -> list[Step]:
     # 0.10.6 the step passed while its own line read "billed $51.73 vs formula $54.70")
     bad = _findings(con, day, "RATE_MISMATCH", "DUPLICATE_BILLING", "RATE_MISSING",
                     "ACTIVITY_WITHOUT_BILLING")
+    # a day whose provider bill has not landed cannot tie to it: the step says so, where the
+    # missing lines would otherwise pass for an unbilled day or a bill short of the formula
+    awaiting = con.execute("select count(*) from marts.settlement where day = ? and state = "
+                           "'awaiting_bill'", [day]).fetchone()[0]
     s = Step("4. Bill = POD_TOTAL (compute_s × rate + disk_s × disk_rate + volume_h × nv_rate) "
-             "+ SERVERLESS_TOTAL (billable worker s × worker rate)", not bad)
+             "+ SERVERLESS_TOTAL (billable worker s × worker rate)", not bad and not awaiting)
     for kind, n, secs, billed, expected, linger, idle, stopped in rows:
         last = stopped.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if stopped else "-"
         expected = expected or 0
@@ -86,5 +90,10 @@ def run_checks(con, day) -> list[Step]:
                        f"{_secs(linger)} s; serverless idle {_secs(idle)} s; "
                        f"last compute stop {last}")
     s.lines += [f"FAIL {code} {rid}: {msg}" for code, rid, msg in bad]
+    if awaiting:
+        s.lines.append(f"FAIL AWAITING_BILL: the day's provider bill has not landed ({awaiting} "
+                       "resource(s) `awaiting_bill` in marts.settlement: no bill line of the day "
+                       "pulled at or after its end + bill_arrival_minutes); check it once the "
+                       "bill is there")
     steps.append(s)
     return steps

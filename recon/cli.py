@@ -175,15 +175,32 @@ def _shown(text) -> str:
 def simulate(out: Path = typer.Option(..., help="Folder to write"),
              seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2,
              scale: float = typer.Option(1.0, help="Multiplies jobs per session and serverless load"),
-             start: str = typer.Option("2026-06-01", help="First UTC day")):
+             start: str = typer.Option("2026-06-01", help="First UTC day"),
+             force: bool = typer.Option(False, "--force", help="Clear an earlier simulation's "
+                                        "files from OUT first (only the files it wrote: "
+                                        "anything else in OUT makes it refuse)")):
     """Write a realistic input folder plus expected/ground_truth.json.
 
     Example: recon simulate --out /tmp/sim --days 3 --nodes 8 --seed 1
     """
+    from .simulate import output
     from .simulate import simulate as sim
 
+    start_day = _day(start, "--start")
+    if out.exists() and not out.is_dir():
+        _fail(f"--out {out} is a file, not a folder")
+    if not output.is_empty(out):
+        # two fleets in one folder would reconcile as one, against neither ground truth
+        if not force:
+            _fail(f"{out} is not empty: a simulation into it would mix two fleets. Choose an "
+                  "empty or new folder, or --force to clear an earlier simulation's files")
+        try:
+            gone = output.clear(out)
+        except ValueError as e:
+            _fail(str(e))
+        console.print(f"Cleared {gone} files of an earlier simulation from {out}")
     r = sim(out, seed=seed, days=days, nodes=nodes, endpoints=endpoints, scale=scale,
-            start_day=_day(start, "--start"))
+            start_day=start_day)
     console.print(f"Wrote {r['files']} input files to {out} (config: {out}/recon.toml, "
                   f"ground truth: {out}/expected/ground_truth.json)")
 
@@ -218,9 +235,34 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
     except Exception as e:  # noqa: BLE001 - a lock or a full disk is a sentence, else re-raised
         _environment_failure(e, f"writing {db}")
     print_summary(res)
+    _print_awaiting(res)
+    if res.loaded == 0:  # every record of the folder: a rerun counts what it landed before
+        settling = sum(f.kind == "settling" for f in res.files)
+        _fail(f"no record of {input} loaded: {len(res.files)} file(s), {res.records_in} "
+              f"record(s), {res.quarantined} quarantined, {res.skipped} skipped (not billing "
+              f"data)" + (f", {settling} file(s) still being written" if settling else "")
+              + f"; see `recon quarantine --db {res.db}`", code=1)
     _print_validation(res)
     console.print(f"Warehouse: {res.db}. Next: recon query --db {res.db} "
                   f"\"select * from marts.findings order by amount_at_stake desc\"")
+
+
+def _print_awaiting(res) -> None:
+    """The days whose provider bill has not landed: their money is not reconciled yet."""
+    from .published import AWAITING, day_states
+    from .warehouse import connect
+
+    con = connect(res.db, read_only=True)
+    try:
+        held = [d for d, st in day_states(con, [d["day"] for d in res.days]).items()
+                if st == AWAITING]
+    finally:
+        con.close()
+    if held:
+        err.print(f"[yellow]awaiting the provider's bill: {', '.join(map(str, held))} (no bill "
+                  "line of the day pulled at or after its end + bill_arrival_minutes): not "
+                  "reconciled yet (marts.settlement state `awaiting_bill`); run again once the "
+                  "bill has landed[/yellow]")
 
 
 def _stage_printer():
@@ -238,8 +280,27 @@ def _stage_printer():
     return show
 
 
+DEMO_DB = Path("data/demo.duckdb")
+
+
+def _written_by_demo(db: Path) -> bool:
+    """Whether `db` is a warehouse `recon demo` wrote (its meta.demo table)."""
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+    except Exception:  # noqa: BLE001 - not a DuckDB file, or locked: not the demo's to replace
+        return False
+    try:
+        return bool(con.execute("select count(*) from duckdb_tables() where schema_name = "
+                                "'meta' and table_name = 'demo'").fetchone()[0])
+    finally:
+        con.close()
+
+
 @app.command()
-def demo(db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to write"),
+def demo(db: Path = typer.Option(DEMO_DB, help="DuckDB file to write: its own, never `recon "
+                                 "run`'s; a file the demo did not write is left as it is"),
          days: int = 2, nodes: int = 4, seed: int = 7):
     """Simulate a small fleet into a temporary folder, reconcile it, print the summary.
 
@@ -247,18 +308,36 @@ def demo(db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to
     """
     from .pipeline import run
     from .simulate import simulate as sim
+    from .warehouse import connect
 
     _logging(False)
+    if db.exists() and not _written_by_demo(db):
+        _fail(f"{db} exists and was not written by `recon demo`: it is left as it is. Give "
+              f"another --db (the demo's own is {DEMO_DB})")
     with tempfile.TemporaryDirectory(prefix="recon-demo-") as tmp:
         sim(tmp, seed=seed, days=days, nodes=nodes)
-        if db.exists():
-            db.unlink()
+        for p in (db, db.with_name(db.name + ".wal")):
+            p.unlink(missing_ok=True)  # the demo's own earlier warehouse (checked above)
         res = run(tmp, db, validate=True)
+    con = connect(db)
+    try:  # the mark that lets the next demo replace this file, and only this one
+        con.execute("create schema if not exists meta")
+        con.execute("create or replace table meta.demo as select ? as seed, ? as days, "
+                    "? as nodes, now() as written_at", [seed, days, nodes])
+    finally:
+        con.close()
     print_summary(res)
     _print_validation(res)
-    console.print(f"\nWarehouse written to {db}. Try:\n"
-                  f"  uv run recon query --db {db} \"select code, resource_id, day, amount_at_stake, "
-                  f"message from marts.findings order by amount_at_stake desc\"")
+    day = res.days[0]["day"] if res.days else "2026-06-01"
+    console.print(f"\nWarehouse written to {db} (the demo's own; `recon run` writes "
+                  f"data/recon.duckdb). Next, with --db {db}:\n"
+                  f"  uv run recon query --db {db} \"select code, resource_id, day, "
+                  f"amount_at_stake, message from marts.findings order by amount_at_stake "
+                  f"desc limit 10\"\n"
+                  f"  uv run recon report --db {db} --day {day}\n"
+                  f"  uv run recon check --db {db} --day {day}\n"
+                  f"  uv run recon whatif --db {db} --cooldown 60 --idle-timeout 2",
+                  soft_wrap=True, markup=False)
 
 
 @app.command()

@@ -61,6 +61,10 @@ class Thresholds:
     # Settlement: a bill bucket pulled less than this long after it ended is `provisional`
     # (Runpod data arrives up to ~1 h late and can be restated; a day of margin).
     settlement_lag_hours: NonNegativeInt = 24
+    # A day's bill has landed once a line of it was pulled this long after the day ended
+    # (Runpod: "Invoices may take up to 60 minutes to reflect new spending data"); before, the
+    # day is `awaiting_bill` and not published (sql/intermediate/int_billing__bill_days.sql).
+    bill_arrival_minutes: NonNegativeInt = 60
 
 
 @dataclass(frozen=True)

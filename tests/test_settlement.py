@@ -30,8 +30,9 @@ def test_restated_then_settled(tmp_path):
     db = tmp_path / "db.duckdb"
     run(d, db)
     con = connect(db, read_only=True)
+    # a pull made during the day holds the hours that had arrived: the day's bill has not landed
     assert con.execute("select state, amount from marts.settlement").fetchall() == [
-        ("provisional", Decimal("2.5"))]
+        ("awaiting_bill", Decimal("2.5"))]
     con.close()
     # two days later the provider restates hour 11 and completes hour 12
     (d / "pull2.json").write_text(json.dumps(envelope(
@@ -160,3 +161,23 @@ def test_versions_with_one_pull_time_give_the_same_marts_every_run(tmp_path):
                        "'2026-06-01T12:00:00Z'").fetchone() == (2, Decimal("0.5"),
                                                                  Decimal("1"), "restated")
     con.close()
+
+
+@pytest.mark.parametrize("pulled, state", [
+    ("2026-06-02T00:59:59Z", "awaiting_bill"),  # the last hour may not have arrived yet
+    ("2026-06-02T01:00:00Z", "provisional"),  # day end + bill_arrival_minutes (60)
+    (None, "settled"),  # a response saved without a pull time: the bill as it was saved
+])
+def test_a_day_is_billed_once_a_pull_after_its_end_and_the_arrival_lag_holds_it(
+        tmp_path, pulled, state):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "recon.toml").write_text('[rates.pod_per_hour]\np1 = "1.00"\n')
+    doc = envelope([rec(10, 1.0)], pulled)
+    if pulled is None:
+        del doc["x_recon"]
+    (d / "pull.json").write_text(json.dumps(doc))
+    run(d, tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    assert con.execute("select state, amount from marts.settlement").fetchall() == [
+        (state, Decimal("1"))]

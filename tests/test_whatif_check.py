@@ -126,8 +126,8 @@ def test_check_names_what_fails_and_passes_a_clean_day(sim_run, tmp_path):
     assert [s.passed for s in run_checks(con, DAY)] == [True, True, True, True]
     r = CliRunner().invoke(app, ["check", "--day", "2026-06-01", "--db", str(tmp_path / "clean.duckdb")])
     assert r.exit_code == 0 and r.output.count("PASS") == 4
-    # the same work with no bill line: the bill is short of the formula, and step 4 says so
-    # (until 0.10.6 it passed, its own line reading "billed $0.00 vs formula $0.86")
+    # the same work with no bill line: the day's bill has not landed, and step 4 says so (until
+    # 0.10.6 it passed, its own line reading "billed $0.00 vs formula $0.86")
     w = World(tmp_path / "unbilled")
     w.node("n1", "pod1", t("10:00"), t("10:02"))
     w.pod("job-a", "n1", t("10:03"), t("10:05"), t("11:00"))
@@ -137,10 +137,21 @@ def test_check_names_what_fails_and_passes_a_clean_day(sim_run, tmp_path):
     con = connect(tmp_path / "unbilled.duckdb", read_only=True)
     steps = run_checks(con, DAY)
     assert [s.passed for s in steps] == [True, True, True, False]
-    assert any(line.startswith("FAIL ACTIVITY_WITHOUT_BILLING pod1") for line in steps[3].lines)
+    assert any(line.startswith("FAIL AWAITING_BILL: the day's provider bill has not landed (1 ")
+               for line in steps[3].lines), steps[3].lines
     gap = [re.search(r"billed \$0\.00 vs formula \$(\d+\.\d\d) \(\$(\d+\.\d\d) under the "
                      r"formula\)", line) for line in steps[3].lines if line.startswith("instance")]
     assert gap and gap[0] and gap[0][1] == gap[0][2] and Decimal(gap[0][1]) > 0, steps[3].lines
+    # the day's bill landed with a line for another pod only: pod1's work is unbilled
+    w.node("n2", "pod2", t("10:00"), t("10:02"))
+    w.pod("job-b", "n2", t("10:03"), t("10:05"), t("11:00"))
+    w.compute("pod2", t("10:00"), t("11:00") + timedelta(minutes=6), Decimal("0.86"))
+    run(w.write(), tmp_path / "partly.duckdb")
+    con = connect(tmp_path / "partly.duckdb", read_only=True)
+    steps = run_checks(con, DAY)
+    assert steps[3].passed is False
+    assert any(line.startswith("FAIL ACTIVITY_WITHOUT_BILLING pod1") for line in steps[3].lines)
+    assert not any("AWAITING_BILL" in line for line in steps[3].lines)
 
 
 def test_check_counts_the_gpu_nodes_up_on_the_day(tmp_path):

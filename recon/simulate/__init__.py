@@ -11,6 +11,7 @@ from datetime import date
 from pathlib import Path
 
 from ..config import Thresholds
+from . import output
 from .emit_k8s import RV, write_k8s
 from .emit_runpod import write_runpod
 from .extras import extras_truth, plan_config, write_extras
@@ -42,14 +43,25 @@ def _config_text(world: World, th: Thresholds) -> str:
 
 
 def simulate(out: str | Path, seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2,
-             scale: float = 1.0, start_day: date = date(2026, 6, 1)) -> dict:
-    """Write inputs under `out`, `out/recon.toml` and `out/expected/ground_truth.json`."""
+             scale: float = 1.0, start_day: date = date(2026, 6, 1),
+             late_bill: date | None = None, late_out: str | Path | None = None) -> dict:
+    """Write inputs under `out`, `out/recon.toml` and `out/expected/ground_truth.json`.
+
+    `late_bill`: that day's provider bill has not landed (a late export): none of its Runpod
+    bill lines is under `out`; with `late_out`, they are written there instead (pulled a day
+    after the day ended), for a test to move in when the export "arrives". The ground truth is
+    the reconciliation once the bill is there; `awaiting_bill_days` names the day held before.
+    """
     out = Path(out)
+    before = output.snapshot(out)
+    if late_bill is not None and not 0 <= (late_bill - start_day).days < days:
+        raise ValueError(f"late_bill {late_bill} is not one of the simulated days")
     out.mkdir(parents=True, exist_ok=True)
     world = build_world(seed=seed, days=days, nodes=nodes, endpoints=endpoints, scale=scale,
                         start_day=start_day)
     th = Thresholds(hours_per_month=HOURS_PER_MONTH)
-    files = write_k8s(world, out, RV()) + write_runpod(world, out)
+    late = None if late_bill is None else (late_bill - start_day).days
+    files = write_k8s(world, out, RV()) + write_runpod(world, out, late, late_out)
     files += write_extras(out, start_day, days)
     (out / "recon.toml").write_text(_config_text(world, th) + plan_config(start_day),
                                     encoding="utf-8")
@@ -59,6 +71,8 @@ def simulate(out: str | Path, seed: int = 7, days: int = 2, nodes: int = 4, endp
                                     key=lambda r: (r["resource_id"], r["day"]))
     truth["findings"] = [dict(code=c, resource_id=r, day=d) for c, r, d in sorted(
         {(f["code"], f["resource_id"], f["day"]) for f in truth["findings"]} | set(found))]
+    truth["awaiting_bill_days"] = [] if late_bill is None else [late_bill.isoformat()]
     (out / "expected").mkdir(exist_ok=True)
     (out / "expected" / "ground_truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True))
+    output.write_manifest(out, before)  # what `recon simulate --force` may clear, and only that
     return {"out": str(out), "files": len(files), "truth": truth}

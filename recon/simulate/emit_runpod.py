@@ -7,6 +7,7 @@ from bisect import bisect_right
 from datetime import datetime, timezone
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import lru_cache
+from pathlib import Path
 
 from .world import (
     HOURS_PER_MONTH, SAMPLE_DISK_RUNNING_GB_MONTH, SAMPLE_NETWORK_VOLUME_GB_MONTH,
@@ -65,14 +66,14 @@ def instance_hours(inst: Instance, world: World):
 
 
 def _envelope(records: list[dict], endpoint: str, start: int, end: int, totals_keys, count_key,
-              id_key) -> dict:
+              id_key, pulled: int | None = None) -> dict:
     totals = {k: money(sum((Decimal(str(r[k])) for r in records), Decimal(0))) for k in totals_keys}
     meta = {"query": {"startTime": iso(start), "endTime": iso(end), "bucketSize": "hour"},
             "recordCount": len(records), "totals": totals}
     if count_key:
         meta[count_key] = len({r[id_key] for r in records})
     return {"records": records, "metadata": meta,
-            "x_recon": {"endpoint": endpoint, "pulledAt": iso(end + 7200),
+            "x_recon": {"endpoint": endpoint, "pulledAt": iso(pulled or end + 7200),
                         "params": {"startTime": iso(start), "endTime": iso(end), "bucketSize": "hour"}}}
 
 
@@ -88,9 +89,14 @@ def _serverless_hour_ms(ep) -> dict[int, int]:
     return acc
 
 
-def write_runpod(world: World, out) -> list[str]:
+def write_runpod(world: World, out, late_day: int | None = None, late_out=None) -> list[str]:
+    """The Runpod files under `out/runpod`. `late_day` (a day index): that day's bill (its pod,
+    serverless, network-volume and account lines) is left out, as a late export leaves it; with
+    `late_out` it is written there instead, pulled a day after the day ended, for a test to
+    land when the export arrives."""
     rp = out / "runpod"
     rp.mkdir(parents=True, exist_ok=True)
+    late_rp = Path(late_out) / "runpod" if late_out is not None else None
     files: list[str] = []
     w0 = world.window_start
     last = max([w0 + 86400 * world.days] + [s.stop for i in world.instances for s in i.sessions])
@@ -113,6 +119,10 @@ def write_runpod(world: World, out) -> list[str]:
 
     for d in range(n_days):
         d0, d1 = w0 + d * 86400, w0 + (d + 1) * 86400
+        if d == late_day and late_rp is None:
+            continue
+        dest, pulled = (late_rp, d1 + 86400) if d == late_day else (rp, None)
+        dest.mkdir(parents=True, exist_ok=True)
         pods, v1 = [], []
         for inst, (h, c, stopped, gpu, disk) in hours_by_day.get(d, ()):
             if inst.billing_format == "v1":
@@ -130,14 +140,14 @@ def write_runpod(world: World, out) -> list[str]:
             acc(h, "podDiskAmount", disk)
         if pods:
             name = f"billing-pods-{d:02d}.json"
-            (rp / name).write_text(json.dumps(_envelope(
+            (dest / name).write_text(json.dumps(_envelope(
                 pods, "/v2/billing/pods", d0, d1, ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount"),
-                "uniquePodCount", "podId"), indent=1))
-            files.append(name)
+                "uniquePodCount", "podId", pulled), indent=1))
+            files += [name] if dest is rp else []  # (the late bill is not an input of `out`)
         if v1:
             name = f"v1-billing-pods-{d:02d}.json"
-            (rp / name).write_text(json.dumps(v1, indent=1))
-            files.append(name)
+            (dest / name).write_text(json.dumps(v1, indent=1))
+            files += [name] if dest is rp else []  # (the late bill is not an input of `out`)
 
         sls = []
         for ep, ms_by_hour in zip(world.endpoints, sls_ms):
@@ -152,11 +162,11 @@ def write_runpod(world: World, out) -> list[str]:
                     acc(h, "serverlessGpuAmount", amt)
         if sls:
             name = f"billing-serverless-{d:02d}.json"
-            (rp / name).write_text(json.dumps(_envelope(
+            (dest / name).write_text(json.dumps(_envelope(
                 sls, "/v2/billing/serverless", d0, d1,
                 ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount", "feeAmount"),
-                "uniqueServerlessCount", "serverlessId"), indent=1))
-            files.append(name)
+                "uniqueServerlessCount", "serverlessId", pulled), indent=1))
+            files += [name] if dest is rp else []  # (the late bill is not an input of `out`)
 
         nvs = []
         if d < world.days:
@@ -168,21 +178,26 @@ def write_runpod(world: World, out) -> list[str]:
                                 "standardAmount": money(per_hour), "highPerformanceAmount": 0.0})
                     acc(h, "storageStandardAmount", per_hour)
             name = f"billing-network-volumes-{d:02d}.json"
-            (rp / name).write_text(json.dumps(_envelope(
+            (dest / name).write_text(json.dumps(_envelope(
                 nvs, "/v2/billing/network-volumes", d0, d1,
                 ("totalAmount", "standardAmount", "highPerformanceAmount"),
-                "uniqueNetworkVolumeCount", "networkVolumeId"), indent=1))
-            files.append(name)
+                "uniqueNetworkVolumeCount", "networkVolumeId", pulled), indent=1))
+            files += [name] if dest is rp else []  # (the late bill is not an input of `out`)
 
-    recs = []
+    recs, late_recs = [], []
     for h in sorted(acct):
         r = {"startTime": iso(h), "endTime": iso(h + 3600)}
         r.update({k: money(v) for k, v in sorted(acct[h].items())})
         r["totalAmount"] = money(sum(acct[h].values(), Decimal(0)))
-        recs.append(r)
+        (late_recs if (h - w0) // 86400 == late_day else recs).append(r)
     (rp / "billing-account.json").write_text(json.dumps(_envelope(
         recs, "/v2/billing", w0, w0 + 86400 * n_days, ("totalAmount",), None, None), indent=1))
     files.append("billing-account.json")
+    if late_rp is not None and late_day is not None:
+        d0 = w0 + late_day * 86400
+        (late_rp / "billing-account.json").write_text(json.dumps(_envelope(
+            late_recs, "/v2/billing", d0, d0 + 86400, ("totalAmount",), None, None,
+            d0 + 2 * 86400), indent=1))
     files += _inventory(world, rp)
     return files
 

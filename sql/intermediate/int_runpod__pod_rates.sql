@@ -8,6 +8,10 @@ with billed_pods as (
     select pod_id from intermediate.int_billing__instance_lines
     union
     select pod_id from staging.stg_runpod__pods
+    union
+    -- a node's pod known from the lifecycle only (its bill not landed, no inventory snapshot):
+    -- the rate card still prices its work (marts.settlement, ACTIVITY_WITHOUT_BILLING)
+    select resource_id from intermediate.int_k8s__node_resources where resource_id is not null
 ),
 
 snapshots as (

@@ -126,6 +126,9 @@ activity_without_billing as (
                from intermediate.int_runpod__pod_buckets where compute_ms > 0 or compute_usd > 0) b
       on b.resource_id = w.resource_id and b.day = w.day
     where b.resource_id is null
+      -- a day whose bill has not landed is awaiting it (marts.settlement), not missing a line
+      and exists (select 1 from intermediate.int_billing__bill_days l
+                  where l.day = w.day and l.bill_landed)
     group by w.resource_id, w.day
 ),
 

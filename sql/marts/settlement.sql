@@ -1,6 +1,10 @@
--- grain: one row per resource and day: how final its bill is. `estimated` (work observed, no
--- bill yet: priced from lifecycle × rate), `provisional`, `restated` (a later pull changed it;
--- see marts.restatements), `settled`. The worst state of a day's buckets is the day's.
+-- grain: one row per resource and day: how final its bill is. `awaiting_bill` (the day's bill
+-- has not landed: intermediate.int_billing__bill_days; every resource of the day, priced as
+-- billed so far, else from lifecycle × rate), `estimated` (the day's bill landed without a line
+-- for this resource's observed work: priced from lifecycle × rate), `provisional`, `restated` (a
+-- later pull changed it; see marts.restatements), `settled`. The worst state of a day's buckets
+-- is the day's. `awaiting_bill` is the day's, `estimated` the resource's: a day with any
+-- `awaiting_bill` row is not published (recon/published.py).
 with buckets as (
     select resource_id, resource_kind, day,
            count(*) as buckets,
@@ -17,15 +21,18 @@ with buckets as (
 days as (
     select d.resource_id, d.resource_kind, d.day, d.billed_amount, d.expected_amount,
            b.buckets, b.provisional_buckets, b.restated_buckets, b.first_pulled_amount,
-           b.latest_amount, b.restated_change, b.last_pulled_at
+           b.latest_amount, b.restated_change, b.last_pulled_at,
+           coalesce(l.bill_landed, false) as bill_landed
     from marts.resource_day d
     left join buckets b using (resource_id, day)
+    left join intermediate.int_billing__bill_days l using (day)
 ),
 
 final as (
     select
         resource_id, resource_kind, day,
-        case when billed_amount = 0 and coalesce(expected_amount, 0) > 0 then 'estimated'
+        case when not bill_landed then 'awaiting_bill'
+             when billed_amount = 0 and coalesce(expected_amount, 0) > 0 then 'estimated'
              when restated_buckets > 0 then 'restated'
              when provisional_buckets > 0 then 'provisional'
              else 'settled' end as state,

@@ -79,7 +79,7 @@ def test_a_rerun_builds_the_day_whose_gate_failed(harness, landing, tmp_path, ga
                      batch_days=1, return_state=True)
     assert state.is_completed(), state
     assert state.result() == {"built": [str(DAY2)], "skipped": [str(DAY)],
-                              "batches": [[str(DAY2), str(DAY2)]]}
+                              "batches": [[str(DAY2), str(DAY2)]], "awaiting": []}
     assert gate.scopes == [(DAY2, DAY2)]
     assert published(db) == [(DAY, True), (DAY2, True)]
 
@@ -142,6 +142,50 @@ def test_a_day_published_without_the_gate_is_gated_when_asked(harness, landing, 
     assert again["skipped"] == [str(DAY)] and gate.scopes == []
     gated = backfill(start=str(DAY), end=str(DAY), landing_dir=str(landing), db=str(db))
     assert gated["built"] == [str(DAY)] and gate.scopes == [(DAY, DAY)]
+    assert published(db) == [(DAY, True)]
+
+
+def test_a_day_awaiting_its_bill_is_built_not_published_until_its_bill_lands(
+        harness, tmp_path, gate):
+    """Until its bill lands the day is built and held: published at $0 before, it passed the
+    gate and every later backfill skipped it as already published."""
+    import shutil
+
+    from flows.backfill import backfill
+    from recon.simulate import simulate
+
+    landing, late, db = tmp_path / "landing", tmp_path / "late", tmp_path / "recon.duckdb"
+    simulate(landing, seed=7, days=2, nodes=2, endpoints=1, start_day=DAY, late_bill=DAY2,
+             late_out=late)
+    run = lambda: backfill(start=str(DAY), end=str(DAY2), landing_dir=str(landing),  # noqa: E731
+                           db=str(db), exports_dir=str(tmp_path / "exports"))
+    assert run() == {"built": [str(DAY)], "skipped": [], "batches": [[str(DAY), str(DAY2)]],
+                     "awaiting": [str(DAY2)]}
+    assert published(db) == [(DAY, True)]
+    assert sorted(p.name for p in (tmp_path / "exports").iterdir()) == [
+        f"costs_{DAY}.csv", f"findings_{DAY}.csv"]
+    assert run()["awaiting"] == [str(DAY2)]  # a rerun before the bill: held again
+    shutil.copytree(late, landing / "late-export")
+    assert run() == {"built": [str(DAY2)], "skipped": [str(DAY)],
+                     "batches": [[str(DAY2), str(DAY2)]], "awaiting": []}
+    assert published(db) == [(DAY, True), (DAY2, True)]
+    assert q(db, "select sum(billed_amount) from marts.resource_day where day = ?",
+             [DAY2])[0][0] > 10
+
+
+def test_a_day_with_neither_lifecycle_data_nor_a_bill_fails_the_backfill(harness, landing,
+                                                                         tmp_path, gate):
+    from flows.backfill import backfill
+
+    db, far = tmp_path / "recon.duckdb", DAY + timedelta(days=30)
+    state = backfill(start=str(DAY), end=str(DAY), landing_dir=str(landing), db=str(db),
+                     return_state=True)
+    assert state.is_completed()
+    state = backfill(start=str(far), end=str(far), landing_dir=str(landing), db=str(db),
+                     return_state=True)
+    assert state.is_failed(), state
+    with pytest.raises(RuntimeError, match=f"no lifecycle data and no bill on {far}"):
+        state.result()
     assert published(db) == [(DAY, True)]
 
 

@@ -150,7 +150,7 @@ def test_backfill_skips_built_days_and_builds_the_rest(backfill_run, artifacts_o
     assert run["state"].is_completed(), run["state"]
     # DAY was published by the daily flow (its gate passed): skipped; DAY2 one batch of one day
     assert run["state"].result() == {"built": [str(run["day2"])], "skipped": [str(run["day"])],
-                                     "batches": [[str(run["day2"])] * 2]}
+                                     "batches": [[str(run["day2"])] * 2], "awaiting": []}
     assert q(run["db"], "select count(*) from marts.resource_day where day = ?",
              [run["day2"]])[0][0] > 0
     md = artifacts_of(run["flow_run_id"])["recon-daily-summary"].data
