@@ -104,14 +104,11 @@ class FileResult:
             size = len(text.encode("utf-8", "surrogatepass"))
             if size > limit:
                 raise BadRecord(size_reason(size, self.limits))
-        if not text.isascii():
-            why = surrogate_reason(text) if _has_surrogate(text) else None
-            if why is None and any(isinstance(v, str) and _has_surrogate(v)
-                                   for v in cols.values()):
-                why = surrogate_reason(next(v for v in cols.values()
-                                            if isinstance(v, str) and _has_surrogate(v)))
-            if why:
-                raise BadRecord(why)
+        # the record's text, and its columns: some come from the envelope (x_recon's
+        # pulledAt and endpointId), not from the document
+        for v in (text, *cols.values()):
+            if isinstance(v, str) and not v.isascii() and _has_surrogate(v):
+                raise BadRecord(surrogate_reason(v))
         check_timestamps(text, doc, cols, self.limits)
         self.records_in += 1
         self.loaded += 1
