@@ -152,7 +152,7 @@ def test_mutated_folders_land_every_record_accounted(fleet, tmp_path, monkeypatc
         con = connect(None)
         try:
             load_folder(con, d, limits=LIMITS)
-            _check_landed(con, {f: e for f, e in expect.items()})
+            _check_landed(con, expect)
         except AssertionError as e:
             raise AssertionError(f"round {i} ({path} path): {e}") from None
         finally:

@@ -13,13 +13,12 @@ import duckdb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_ingest import cond
+from test_ingest import pod as k8s_pod
 
 from recon.config import Landing, load_config
 from recon.ingest import guards, jsonl, lists
 from recon.warehouse import connect, load_folder
-
-from test_ingest import cond
-from test_ingest import pod as k8s_pod
 
 
 def pod(uid, rv, labels=None, **kw):
@@ -152,7 +151,7 @@ def test_a_broken_document_of_kubectls_output_is_quarantined_alone(folder):
 
 BAD_TIMES = ["0001-01-01T00:00:00Z", "-2026-06-01T00:00:00Z", "9999-12-31T23:59:59Z",
              "1999-12-31T23:59:59Z", "2100-01-01T00:00:00Z", "infinity", "0044-03-15 (BC)",
-             "294247-01-01", " 0001-1-1 00:00:00"]
+             "294247-01-01", " 0001-1-1 00:00:00", "2026-06-01 (BC)", "\t-Infinity", "EPOCH"]
 
 
 @pytest.mark.parametrize("when", BAD_TIMES)
@@ -254,7 +253,7 @@ def test_an_oversized_record_is_quarantined_with_its_size_and_position(
         {"records": [{"podId": "p", "startTime": "2026-06-01T10:00:00Z", "note": n,
                       "endTime": "2026-06-01T11:00:00Z", "totalAmount": 1} for n in ("", big)],
          "metadata": {}}))
-    files, bad, con = land(folder, Landing(max_record_bytes=4096))
+    files, bad, _ = land(folder, Landing(max_record_bytes=4096))
     assert files["watch.jsonl"] == (3, 2, 1, 0)
     assert files["jobs.jsonl"] == (2, 1, 1, 0)
     assert files["list.json"] == (2, 1, 1, 0)

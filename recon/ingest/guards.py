@@ -60,8 +60,10 @@ def size_reason(n: int, limits: Landing) -> str:
 # a date `[-]Y-M-D` (any number of year digits), optionally followed by a time, or
 # infinity/-infinity/epoch. Its date is compared with [timestamps_from, timestamps_before).
 
-TIME_KEY = re.compile(r"(?:At|_at|Time|time|Timestamp|timestamp|Start|End|Date|date)$")
-_DATE = re.compile(r"\s*(-?)([0-9]+)-([0-9]{1,2})-([0-9]{1,2})(?=$|[Tt\s])")
+TIME_SUFFIXES = ("At", "_at", "Time", "time", "Timestamp", "timestamp", "Start", "End", "Date",
+                 "date")
+_BLANKS = " \t\n\r\f\v"  # what DuckDB's cast skips before a date (ASCII only, unlike \s)
+_DATE = re.compile(r"[ \t\n\r\f\v]*(-?)([0-9]+)-([0-9]{1,2})-([0-9]{1,2})(?=$|[Tt \t\n\r\f\v])")
 _SPECIAL = frozenset(("infinity", "+infinity", "-infinity", "epoch"))
 
 
@@ -81,13 +83,10 @@ def _range_re(lo: str, hi: str) -> str:
     return "(?:" + "|".join(parts) + ")"
 
 
-def suspect_re(limits: Landing) -> str:
-    """A regex found in the text of every record that holds a timestamp outside the range (and
-    in some that do not): a string opening with a date whose year is not one every day of which
-    is accepted, infinity or epoch, or a digit or `-` written as a \\u escape."""
-    lo, hi = limits.timestamps_from, limits.timestamps_before
-    first = lo.year + (0 if (lo.month, lo.day) == (1, 1) else 1)  # years wholly inside
-    last = hi.year - 1
+def _bad_years_re(limits: Landing) -> str:
+    """Regex of the year digits of a date that may be out of the range (a negative year, one
+    of fewer or more than 4 digits, one not wholly inside it)."""
+    first, last = _safe_years(limits)
     years = [r"-[0-9]+", "[0-9]{1,3}", "[0-9]{5,6}"]
     if first > last:
         years.append("[0-9]{4}")
@@ -96,25 +95,63 @@ def suspect_re(limits: Landing) -> str:
             years.append(_range_re("0000", f"{first - 1:04d}"))
         if last < 9999:
             years.append(_range_re(f"{last + 1:04d}", "9999"))
-    lead = r'"(?:\s|\\[tnr])*'
-    return (f"{lead}(?:{'|'.join(years)})-[0-9]{{1,2}}-[0-9]"
-            rf"|{lead}[-+]?(?i:infinity|epoch)|\\u00(?:2[dD]|3[0-9])")
+    return "|".join(years)
 
 
-_SUSPECT_CACHE: dict[Landing, re.Pattern] = {}
+_QUICK: dict = {}
 
 
-def _suspect(limits: Landing) -> re.Pattern:
-    pat = _SUSPECT_CACHE.get(limits)
+def _quick(limits: Landing) -> re.Pattern:
+    """For the Python reader: a regex found in a record's compact JSON (orjson's or json's
+    `":"` separators, escapes only of control characters) wherever _find would refuse a value:
+    a string value opening with a blank, an escape, a date of a year not wholly inside the
+    range, or infinity/epoch. Its literal prefix `":"` lets re skip ahead (a walk of every
+    document took ~20 us a record)."""
+    pat = _QUICK.get(limits)
     if pat is None:
-        pat = _SUSPECT_CACHE[limits] = re.compile(suspect_re(limits))
+        pat = _QUICK[limits] = re.compile(
+            f'":"(?:[ \t\\\\]|(?:{_bad_years_re(limits)})-[0-9]{{1,2}}-[0-9]'
+            "|[-+]?[iIeE](?:nfinity|NFINITY|poch|POCH))")
     return pat
 
 
+def suspect_re(limits: Landing) -> str:
+    """A regex found in the text of every record that holds a date outside the range (and in
+    some that do not): a string opening with a date whose year is not one every day of which
+    is accepted, infinity or epoch (lower, Capitalised or upper case: SPECIAL_PARTS), or a
+    \\u escape of a digit, `-` or a control character, or an escaped blank before one of
+    them. "(BC)" is looked for apart (python_first_sql)."""
+    years = _bad_years_re(limits)
+    return (f'"[ \t]*(?:(?:{years})-[0-9]{{1,2}}-[0-9]|[-+]?[iIeE](?:nfinity|NFINITY|poch|POCH))'
+            r"|\\(?:u00(?:[01][0-9a-fA-F]|2[dD]|3[0-9])|[tnrf][-+0-9 \t\\iIeE])")
+
+
+# infinity and epoch (DuckDB casts both, in any case) as they are written: lower, Capitalised
+# or upper case. A mixed case such as "InFiNiTy" is not looked for (by either half: the paths
+# agree), as a case-blind search of every line costs about twice as much.
+SPECIAL_PARTS = ("nfinity", "NFINITY", "poch", "POCH")
+
+
+def has_special(text: str) -> bool:
+    """Might `text` hold infinity or epoch (see SPECIAL_PARTS)?"""
+    return any(p in text for p in SPECIAL_PARTS)
+
+
+def _safe_years(limits: Landing) -> tuple[int, int]:
+    """The first and last year every day of which is in the range."""
+    lo, hi = limits.timestamps_from, limits.timestamps_before
+    return lo.year + (0 if (lo.month, lo.day) == (1, 1) else 1), hi.year - 1
+
+
 def _out_of_range(value: str, limits: Landing) -> bool:
+    # the usual case first, without a regex: "2026-06-01T...", a year every day of which is in
+    first, last = _safe_years(limits)
+    if (value[4:5] == "-" and value[:4].isdigit() and first <= int(value[:4]) <= last
+            and "(" not in value):  # ("2026-06-01 (BC)" is 2027 years before it)
+        return False
     m = _DATE.match(value)
     if m is None:
-        return value.strip().lower() in _SPECIAL
+        return has_special(value) and value.strip(_BLANKS).lower() in _SPECIAL
     if m.group(1) or "(BC)" in value.upper():
         return True
     ymd = (int(m.group(2)), int(m.group(3)), int(m.group(4)))
@@ -128,7 +165,7 @@ def _find(obj, path: str, limits: Landing):
         for k, v in obj.items():
             where = f"{path}.{k}" if path else str(k)
             if isinstance(v, str):
-                if TIME_KEY.search(str(k)) and _out_of_range(v, limits):
+                if k.endswith(TIME_SUFFIXES) and _out_of_range(v, limits):
                     return where, v
             elif isinstance(v, (dict, list)):
                 hit = _find(v, where, limits)
@@ -146,16 +183,15 @@ def _find(obj, path: str, limits: Landing):
 def check_timestamps(text: str, doc, cols: dict, limits: Landing) -> None:
     """Raise BadRecord naming the field, its value and the range when a timestamp field of the
     record (its document `doc`, serialised as `text`, or its seen_at/pulled_at column) lies
-    outside [timestamps_from, timestamps_before). Only a record whose text the suspect regex
-    finds is walked: one search of C code per record otherwise."""
-    pat = _suspect(limits)
+    outside [timestamps_from, timestamps_before). The document is walked only when `_quick`
+    finds its text (or "(BC)" is in it)."""
     hit = None
     for name in ("seen_at", "pulled_at"):
         v = cols.get(name)
         if isinstance(v, str) and _out_of_range(v, limits):
             hit = (name, v)
             break
-    if hit is None and pat.search(text):
+    if hit is None and (_quick(limits).search(text) or "(BC)" in text):
         hit = _find(doc, "", limits)
     if hit:
         where, value = hit
@@ -169,4 +205,5 @@ def python_first_sql(lenient_sql: str, limits: Landing) -> str:
     reader, which decides exactly (see the module doc)."""
     suspect = suspect_re(limits).replace("'", "''")
     return (f"({lenient_sql} or strlen(line) > {int(limits.max_record_bytes)} "
-            f"or regexp_matches(line, '{suspect}'))")
+            f"or regexp_matches(line, '{suspect}') "
+            "or contains(line, '(BC)'))")

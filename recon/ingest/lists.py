@@ -8,6 +8,8 @@ import orjson
 
 from . import jsonl
 from .classify import doc_kind
+from .guards import DEFAULT as DEFAULT_LIMITS
+from .guards import python_first_sql
 from .jsonl import (
     LENIENT_SQL,
     _fast_mode,
@@ -17,8 +19,6 @@ from .jsonl import (
     _str,
     row_group_parts,
 )
-from .guards import DEFAULT as DEFAULT_LIMITS
-from .guards import python_first_sql
 from .list_scan import ListLayout, scan_list
 from .reader import FileResult, _cluster_of, _guard, _k8s, arrow_query, ts_ok_sql
 

@@ -20,8 +20,6 @@ import orjson
 import pyarrow as pa
 
 from . import focus
-from .guards import DEFAULT as DEFAULT_LIMITS
-from .guards import check_timestamps, printable, size_reason, surrogate_reason
 from .classify import (
     INVENTORY_KEYS,
     WATCH_TYPES,
@@ -33,6 +31,8 @@ from .classify import (
     text_or_none,
     x_recon,
 )
+from .guards import DEFAULT as DEFAULT_LIMITS
+from .guards import check_timestamps, printable, size_reason, surrogate_reason
 
 log = logging.getLogger(__name__)
 
