@@ -90,6 +90,22 @@ class Rates:
 
 
 @dataclass(frozen=True)
+class Landing:
+    """What landing accepts of a record; a record beyond it is quarantined with the reason."""
+
+    __pydantic_config__ = _STRICT
+    # Bytes of one record (a JSON Lines line, a List item, one record of a response). Kubernetes
+    # objects stay under etcd's 1.5 MiB and Runpod records are small; a record of ~48 MB made
+    # the 1.25 GB memory limit run out in int_k8s__workloads, which aborted the whole run.
+    max_record_bytes: Annotated[int, Ge(1024)] = 8 << 20
+    # Dates a timestamp field may hold, [from, before) by the date written (its UTC offset
+    # aside). Go's zero time 0001-01-01, a negative year or 9999 made one pod's workload span
+    # millions of days (generate_series over its days: minutes and gigabytes for one record).
+    timestamps_from: date = date(2000, 1, 1)
+    timestamps_before: date = date(2100, 1, 1)
+
+
+@dataclass(frozen=True)
 class RateEntry:
     """An effective-dated rate-card entry: [valid_from, valid_to) in UTC days; None = open."""
 
@@ -120,6 +136,7 @@ class Config:
     rates: Rates = field(default_factory=Rates)
     rate_card: tuple[RateEntry, ...] = ()
     savings_plans: tuple[SavingsPlan, ...] = ()
+    landing: Landing = field(default_factory=Landing)
     source: str | None = None
 
 
@@ -181,10 +198,14 @@ def load_config(path: str | Path | None) -> Config:
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{p}: not valid TOML: {e}") from None
     problems: list[str] = []
-    unknown = sorted(set(data) - {"thresholds", "mapping", "rates", "savings_plans"})
+    unknown = sorted(set(data) - {"thresholds", "mapping", "rates", "savings_plans", "landing"})
     problems += [f"{p} [{k}]: unknown section" for k in unknown]
     th = _check(Thresholds, data.get("thresholds", {}), f"{p} [thresholds]", problems)
     mp = _check(Mapping, data.get("mapping", {}), f"{p} [mapping]", problems)
+    landing = _check(Landing, data.get("landing", {}), f"{p} [landing]", problems)
+    if landing is not None and landing.timestamps_from >= landing.timestamps_before:
+        problems.append(f"{p} [landing]: timestamps_from ({landing.timestamps_from}) must come "
+                        f"before timestamps_before ({landing.timestamps_before})")
     r = dict(data.get("rates", {}))
     effective = r.pop("effective", [])
     rates = _check(Rates, r, f"{p} [rates]", problems)
@@ -213,7 +234,7 @@ def load_config(path: str | Path | None) -> Config:
     if problems:
         raise ValueError(f"{len(problems)} problem(s) in {p}:\n  " + "\n  ".join(problems))
     return Config(thresholds=th, mapping=mp, rates=rates, rate_card=tuple(card),
-                  savings_plans=tuple(plans), source=str(p))
+                  savings_plans=tuple(plans), landing=landing, source=str(p))
 
 
 def _iso(d: date | None) -> str | None:

@@ -160,7 +160,7 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         con.execute("begin transaction")
         try:
             results = load_folder(con, input_dir, progress=progress, transaction=False,
-                                  settle_seconds=settle_seconds)
+                                  settle_seconds=settle_seconds, limits=cfg.landing)
             timings = {"load": time.perf_counter() - t0}
             t1 = time.perf_counter()
             write_config(con, cfg, day_from, day_to)

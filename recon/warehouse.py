@@ -132,24 +132,28 @@ def _begin(con, own: bool) -> bool:
     return own
 
 
-def _prepare_ahead(p: Path, display: str):
+def _prepare_ahead(p: Path, display: str, limits=None):
     """In the List thread: a big List's layout (`prepare_list`), else the Python reader's
     FileResult of the file (a big document that is no List, such as a day's serverless billing:
     58k records, ~0.3 s of Python, read while the main thread lands other files)."""
     layout = prepare_list(p)
-    return layout if layout is not None else read_file(p, display)
+    return layout if layout is not None else read_file(p, display, limits)
 
 
-def _read_safely(con, p: Path, display: str, prepared=None) -> FileResult:
+def _read_safely(con, p: Path, display: str, prepared=None, limits=None) -> FileResult:
     """Read one file; a reader that fails outright (corrupt gzip or Parquet, unreadable file)
     quarantines the file with the reason instead of stopping the batch. `prepared`: the file's
     `_prepare_ahead` started in the List thread (its exception is raised here)."""
     try:
         if prepared is not None:
             ahead = prepared.result()
-            return ahead if isinstance(ahead, FileResult) else land_list(con, p, display, ahead)
-        return (land_jsonl(con, p, display) or land_list(con, p, display)
-                or read_file(p, display))
+            # land_list gives None for a List an item of which orjson refuses (a lone
+            # surrogate): read_file then says which item, as it does for a List not prepared
+            return (ahead if isinstance(ahead, FileResult)
+                    else land_list(con, p, display, ahead, limits)
+                    or read_file(p, display, limits))
+        return (land_jsonl(con, p, display, limits) or land_list(con, p, display, None, limits)
+                or read_file(p, display, limits))
     except Exception as e:  # noqa: BLE001 - every failure becomes a quarantine reason
         for t in TABLES:
             con.execute(f"delete from raw.{t} where source_file = ?", [display])
@@ -160,13 +164,16 @@ def _read_safely(con, p: Path, display: str, prepared=None) -> FileResult:
 
 
 def load_folder(con, folder: str | Path, progress=None, transaction: bool = True,
-                settle_seconds: float = 0) -> list[FileResult]:
+                settle_seconds: float = 0, limits=None) -> list[FileResult]:
     """Land every file of `folder`; one transaction, so a killed run leaves the old state.
 
     With `settle_seconds`, a file modified less than that long ago is still being written (the
     collector appends to the current hour's file): it is not landed now but reported with that
     reason, and a later run lands it whole — so a file never grows after landing, which would
     make incremental staging rebuild in full.
+
+    `limits` (recon.config.Landing, default its defaults): the largest record and the range of
+    timestamps landing accepts; a record beyond them is quarantined with the reason.
 
     A file already landed is skipped when its size and mtime are those recorded when it was
     landed (`raw.file_stats`), else when its sha256 is unchanged; otherwise its rows are
@@ -205,7 +212,7 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
         # Big Kubernetes Lists (events.json: one 160 MB document) are scanned for their items
         # ahead, one at a time in a thread, while the other files land, and land last (the
         # target day's landing: bench/README.md, sessions 4 and 9).
-        prepared = {p: ahead.submit(_prepare_ahead, p, str(p.resolve()))
+        prepared = {p: ahead.submit(_prepare_ahead, p, str(p.resolve()), limits)
                     for p in files if _needs_landing(p, known, settle_seconds, now_ns)
                     and is_list_candidate(p)}
         order = [p for p in files if p not in prepared] + list(prepared)
@@ -255,7 +262,7 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
                 results.append(_record_duplicate(con, display, original, digest, size, mtime,
                                                  rel, ids.records_in.get(original) or 0))
                 continue
-            r = _read_safely(con, p, display, prepared.pop(p, None))
+            r = _read_safely(con, p, display, prepared.pop(p, None), limits)
             digest = digest or r.sha256 or sha256_of(p)
             for t in TABLES:
                 if r.rows[t]:

@@ -173,8 +173,8 @@ def _snapshot(con):
 def _land(folder, db, fast: bool, monkeypatch):
     with monkeypatch.context() as m:
         if not fast:
-            m.setattr("recon.warehouse.land_jsonl", lambda con, p, d: None)
-            m.setattr("recon.warehouse.land_list", lambda con, p, d, prepared=None: None)
+            m.setattr("recon.warehouse.land_jsonl", lambda con, p, d, limits=None: None)
+            m.setattr("recon.warehouse.land_list", lambda con, p, d, prepared=None, limits=None: None)
         else:  # small chunks: lines and files cross chunk boundaries; every List through DuckDB
             m.setattr(jsonl_mod, "FAST_CHUNK", 4096)
             m.setattr(jsonl_mod, "MIN_BATCH_ROWS", 2)  # chunks of several Arrow batches
@@ -268,8 +268,8 @@ def test_fast_path_is_taken_and_unchanged_files_are_not_reread(tmp_path, monkeyp
     calls = []
     real = load_mod.land_jsonl
 
-    def spy(con, p, d):
-        r = real(con, p, d)
+    def spy(con, p, d, limits=None):
+        r = real(con, p, d, limits)
         calls.append(r is not None)
         return r
 

@@ -106,9 +106,9 @@ def test_a_big_document_that_is_no_list_is_read_by_the_python_reader_in_the_list
     threads = []
     real = warehouse.read_file
 
-    def spy(path, display):
+    def spy(path, display, limits=None):
         threads.append((path.name, threading.current_thread().name))
-        return real(path, display)
+        return real(path, display, limits)
 
     monkeypatch.setattr(warehouse, "read_file", spy)
 

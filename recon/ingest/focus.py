@@ -60,7 +60,7 @@ def read_focus_csv(res, text: str) -> None:
         if why:
             res.quarantine(f"line {line}", line, why, row)
         else:
-            res.add("focus_rows", f"line {line}", line, row)
+            res.try_add("focus_rows", f"line {line}", line, row)
 
 
 def read_focus_parquet(res, path) -> bool:
@@ -76,5 +76,5 @@ def read_focus_parquet(res, path) -> bool:
         if why:
             res.quarantine(f"row {i}", i, why, row)
         else:
-            res.add("focus_rows", f"row {i}", i, row)
+            res.try_add("focus_rows", f"row {i}", i, row)
     return True

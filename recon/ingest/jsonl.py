@@ -18,7 +18,17 @@ import pyarrow as pa
 from connectors.pod_secrets import MARKERS, MARKERS_TEXT
 
 from .classify import doc_kind
-from .reader import FileResult, _cluster_of, _jsonl_line, arrow_query, ts_ok_sql
+from .guards import DEFAULT as DEFAULT_LIMITS
+from .guards import python_first_sql
+from .reader import (
+    FORMAT_LINES,
+    FileResult,
+    _cluster_of,
+    _jsonl_line,
+    arrow_query,
+    looks_like_jsonl,
+    ts_ok_sql,
+)
 
 # ------------------------------------------------------------------ fast path: JSON Lines in DuckDB
 #
@@ -103,8 +113,10 @@ class _Mode:
     """SQL of one fast kind: `paths` extracted as v[1..], `fast` (a line lands here), `insert`."""
 
     def __init__(self, table: str, paths: list[str], fast: str, columns: str,
-                 python_first: str | None = None, items: bool = False):
+                 python_first: str | None = None, items: bool = False, limits=DEFAULT_LIMITS):
         self.table, self.paths, self.fast, self.columns = table, paths, fast, columns
+        # lines DuckDB leaves to Python: lenient forms, and those landing may refuse (guards.py)
+        self.to_python = python_first_sql(LENIENT_SQL, limits)
         self.python_first = python_first  # cheap test of lines always left to Python
         self.items = items  # one row per item of v[1] (workers), not per line
 
@@ -113,7 +125,7 @@ class _Mode:
         not once per reference in the filter), then `f`, those of them that land here."""
         keep = "" if self.python_first is None else f" and not ({self.python_first})"
         cte = (f"with p as materialized (select line_no, try(json_extract(line, {self.paths!r})) "
-               f"as v from _recon_chunk where not ({LENIENT_SQL}){keep}), ")
+               f"as v from _recon_chunk where not {self.to_python}{keep}), ")
         if not self.items:
             return cte + f"f as (select line_no, v from p where {self.fast}) "
         # every item an object with a non-empty string id (else the line goes to Python)
@@ -139,7 +151,7 @@ class _Mode:
                 f"order by line_no")
 
 
-def _modes(cluster: str, secrets: bool = True) -> dict[str, _Mode]:
+def _modes(cluster: str, secrets: bool = True, limits=DEFAULT_LIMITS) -> dict[str, _Mode]:
     """The fast kinds' SQL; `secrets`: lines that may hold a secret go to Python (SECRETS_SQL)."""
     v = [f"v[{i}]" for i in range(18)]
     marked = SECRETS_SQL if secrets else "false"
@@ -160,7 +172,7 @@ def _modes(cluster: str, secrets: bool = True) -> dict[str, _Mode]:
         f"case when starts_with({v[9]}, '\"') then {_str(v[9])} else '' end as resource_version, "
         f"case when starts_with({v[4]}, '\"') then {_str(v[4])} end as seen_at, {v[2]} as doc, "
         f"{ts_ok_sql('$', v[10])} as ts_ok",
-        python_first=f"contains(line, 'BOOKMARK') or {marked}")
+        python_first=f"contains(line, 'BOOKMARK') or {marked}", limits=limits)
     # the keys whose presence makes doc_kind() answer something else than a job
     not_job = ["$.kind", "$.x_recon", "$.type", "$.object", "$.items", "$.records", "$.workers",
                "$.pods", "$.endpoints", "$.networkVolumes"]
@@ -175,7 +187,8 @@ def _modes(cluster: str, secrets: bool = True) -> dict[str, _Mode]:
         + " and ".join(f"{v[i]} is not null and {v[i]} not in ('null', '\"\"')" for i in (2, 3, 4))
         + f" and ({v[5]} is not null or {v[6]} is not null) "
         f"and {_amount(v[5])} and {_amount(v[6])}",
-        f"{v[1]} as doc, {ts_ok_sql('$', v[4], ('$', v[7 + len(not_job)]))} as ts_ok")
+        f"{v[1]} as doc, {ts_ok_sql('$', v[4], ('$', v[7 + len(not_job)]))} as ts_ok",
+        limits=limits)
     not_workers = ["$.kind", "$.type", "$.object", "$.items", "$.records"]
     workers = _Mode(
         "runpod_inventory",
@@ -194,7 +207,7 @@ def _modes(cluster: str, secrets: bool = True) -> dict[str, _Mode]:
         f"'workers' as inventory_kind, case when {_nonempty(v[4])} then {_str(v[4])} end "
         f"as endpoint_id, "
         f"case when starts_with({v[5]}, '\"') then {_str(v[5])} end as pulled_at",
-        python_first=marked if secrets else None, items=True)
+        python_first=marked if secrets else None, items=True, limits=limits)
     return {"watch": watch, "job": job, "workers": workers}
 
 
@@ -211,24 +224,34 @@ def _fast_mode(head: bytes, more: bool) -> str | None:
     """The fast path's mode for a file starting with `head`, or None (the Python path).
 
     Mirrors read_file's decisions: the whole-document parse fails (a second non-blank line
-    follows the first) and the first non-blank line is a JSON document of a fast kind.
+    follows the first), the file is JSON Lines (`reader.looks_like_jsonl`: its first line
+    parses, or two of its first lines are whole objects) and its first line that parses is a
+    JSON document of a fast kind. A line before it that does not parse goes to the Python
+    reader like any other, which quarantines it with its line number.
     """
-    i = 0
-    while True:
+    if head.startswith(b"\xef\xbb\xbf"):
+        return None  # a byte order mark: read_file strips it
+    lines, i = [], 0
+    while len(lines) < FORMAT_LINES:
         j = head.find(b"\n", i)
         if j < 0:
-            return None  # the first line does not fit in the head: let Python decide
-        if head[i:j].strip():
+            if not lines:
+                return None  # the first line does not fit in the head: let Python decide
             break
+        if head[i:j].strip():
+            lines.append(head[i:j])
         i = j + 1
-    first = head[i:j]
-    if not (head[j + 1:].strip() or more):
+    if not lines or not (head[i:].strip() or more or len(lines) > 1):
         return None  # a single document: read_file's whole-document path
-    try:
-        doc = orjson.loads(first)
-    except orjson.JSONDecodeError:
+    if not looks_like_jsonl(lines):
         return None
-    return FAST_KINDS.get(doc_kind(doc))
+    for line in lines:
+        try:
+            doc = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        return FAST_KINDS.get(doc_kind(doc))
+    return None
 
 
 class _Chunk:
@@ -460,7 +483,7 @@ class _Stopped(Exception):
     """The consumer of _chunks went away: the reader thread ends."""
 
 
-def land_jsonl(con, path: Path, display: str) -> FileResult | None:
+def land_jsonl(con, path: Path, display: str, limits=None) -> FileResult | None:
     """Land a big JSON Lines file through DuckDB (see above); None: use read_file instead.
 
     Fast rows are inserted into raw.* here (inside the caller's transaction); lines left to the
@@ -473,9 +496,11 @@ def land_jsonl(con, path: Path, display: str) -> FileResult | None:
         mode_name = _fast_mode(head, bool(f.read(1)))
     if mode_name is None:
         return None
-    modes = [_modes(_cluster_of(display, None), secrets)[mode_name] for secrets in (False, True)]
+    limits = limits or DEFAULT_LIMITS
+    modes = [_modes(_cluster_of(display, None), secrets, limits)[mode_name]
+             for secrets in (False, True)]
     insert = [m.insert_sql(display) for m in modes]
-    res = FileResult(path=display, kind="jsonl")
+    res = FileResult(path=display, kind="jsonl", limits=limits)
     hasher = None if _is_gzip(path) else hashlib.sha256()  # a gzip file: its caller hashes it
     with small_write_buffer(con):
         _land_chunks(con, path, modes, insert, res, hasher)

@@ -8,6 +8,8 @@ import orjson
 
 from . import jsonl
 from .classify import doc_kind, list_item_kind, with_list_kind
+from .guards import DEFAULT as DEFAULT_LIMITS
+from .guards import python_first_sql
 from .jsonl import (
     LENIENT_SQL,
     SECRETS_SQL,
@@ -61,7 +63,7 @@ def is_candidate(path: Path) -> bool:
             and _fast_mode(head, more) is None)
 
 
-def land_list(con, path: Path, display: str, prepared=None) -> FileResult | None:
+def land_list(con, path: Path, display: str, prepared=None, limits=None) -> FileResult | None:
     """Land a big Kubernetes List file through DuckDB; None: use read_file instead.
 
     `prepared`: the ListLayout of `prepare_list(path)` made earlier (in a thread, while other
@@ -70,7 +72,7 @@ def land_list(con, path: Path, display: str, prepared=None) -> FileResult | None
     layout = prepared if prepared is not None else prepare_list(path)
     if layout is None:
         return None
-    return _insert(con, path, display, layout)
+    return _insert(con, path, display, layout, limits or DEFAULT_LIMITS)
 
 
 def prepare_list(path: Path) -> ListLayout | None:
@@ -88,9 +90,9 @@ def prepare_list(path: Path) -> ListLayout | None:
     return layout if doc_kind(top) == "k8s_list" else None  # else read_file's other cases
 
 
-def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | None:
+def _insert(con, path: Path, display: str, layout: ListLayout, limits) -> FileResult | None:
     cluster = _cluster_of(display, None)
-    res = FileResult(path=display, kind="k8s_list", sha256=layout.sha256)
+    res = FileResult(path=display, kind="k8s_list", sha256=layout.sha256, limits=limits)
     top = orjson.loads(layout.skeleton)
     typed = with_list_kind(top)
     # A typed List's items lack kind and apiVersion (`GET /api/v1/nodes`: a NodeList): such an
@@ -112,7 +114,7 @@ def _insert(con, path: Path, display: str, layout: ListLayout) -> FileResult | N
     inserts, rests = [], []
     for secrets in ("false", SECRETS_SQL):
         parsed = (f"with p as materialized (select line_no, {v} as v from _recon_chunk "
-                  f"where not ({LENIENT_SQL}) and not {secrets}), "
+                  f"where not {python_first_sql(LENIENT_SQL, limits)} and not {secrets}), "
                   "f as (select line_no, v from p where v is not null and starts_with(v[1], '{') "
                   f"and {has_kind} and {_nonempty('v[3]')} "
                   "and (v[4] is null or v[4] = 'null' or starts_with(v[4], '\"'))) ")

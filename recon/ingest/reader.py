@@ -37,6 +37,8 @@ from .classify import (
     x_recon,
 )
 from .explain import unrecognised_text
+from .guards import DEFAULT as DEFAULT_LIMITS
+from .guards import check_timestamps, printable, size_reason, surrogate_reason
 
 log = logging.getLogger(__name__)
 
@@ -111,15 +113,35 @@ class FileResult:
     warnings: list = field(default_factory=list)
     rows: dict = field(default_factory=lambda: {t: [] for t in TABLES})
     bad: list = field(default_factory=list)
+    limits: object = DEFAULT_LIMITS  # recon.config.Landing: what a record may be
 
     def add(self, table: str, locator: str, record_no: int, doc, **cols) -> None:
+        """Land one record; BadRecord (nothing counted) when landing refuses it (guards.py)."""
+        text = _dumps(doc)
+        limit = self.limits.max_record_bytes
+        if len(text) * 4 > limit:  # (a character is at most 4 bytes of UTF-8)
+            size = len(text.encode("utf-8", "surrogatepass"))
+            if size > limit:
+                raise BadRecord(size_reason(size, self.limits))
+        # the record's text, and its columns: some come from the envelope (x_recon's
+        # pulledAt and endpointId), not from the document
+        for v in (text, *cols.values()):
+            if isinstance(v, str) and not v.isascii() and _has_surrogate(v):
+                raise BadRecord(surrogate_reason(v))
+        check_timestamps(text, doc, cols, self.limits)
         self.records_in += 1
         self.loaded += 1
-        text = _dumps(doc)
         if table in SECRET_TABLES:
             text = _without_secrets(doc, text)
-        self.rows[table].append({"record_no": record_no, "locator": locator,
-                                 "doc": text, **cols})
+        self.rows[table].append({"record_no": record_no, "locator": locator, "doc": text,
+                                 **cols})
+
+    def try_add(self, table: str, locator: str, record_no: int, doc, **cols) -> None:
+        """add(), or the record quarantined with the reason landing refuses it."""
+        try:
+            self.add(table, locator, record_no, doc, **cols)
+        except BadRecord as e:
+            self.quarantine(locator, record_no, str(e), doc)
 
     def quarantine(self, locator: str, record_no: int, reason: str, record) -> None:
         self.records_in += 1
@@ -127,14 +149,23 @@ class FileResult:
         # a quarantined record is stored and shown (`recon quarantine`): no secret in it either
         text = redact_text(record) if isinstance(record, str) else _without_secrets(
             record, _dumps(record))
+        reason = printable(reason)
         self.bad.append({"record_no": record_no, "locator": locator, "reason": reason,
-                         "record": text[:100_000]})
+                         "record": printable(text[:100_000])})
         log.warning("%s %s: %s", self.path, locator, reason)
 
     def skip(self, reason: str) -> None:
         self.records_in += 1
         self.skipped += 1
         self.skip_reason = reason
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _cluster_of(path: str, line_cluster) -> str:
@@ -293,7 +324,11 @@ def _open_bytes(path: Path) -> bytes:
 
 
 def _concatenated(text: str):
-    """kubectl --watch -o json: pretty-printed JSON documents one after another."""
+    """kubectl --watch -o json: pretty-printed JSON documents one after another. Yields
+    (k, line, doc, error, text of a broken document): a document that does not parse is given
+    with its lines, and reading goes on at the next line that opens a document at its first
+    column (kubectl indents everything inside one), so that one broken document does not take
+    the rest of the file with it."""
     dec = json.JSONDecoder()
     i, n = 0, len(text)
     k = 0
@@ -310,9 +345,15 @@ def _concatenated(text: str):
             doc, j = dec.raw_decode(text, i)
         except (json.JSONDecodeError, RecursionError) as e:
             msg = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
-            yield k, line, None, f"invalid JSON in document {k} (starting line {line}): {msg}"
-            return
-        yield k, line, doc, None
+            nxt = text.find("\n{", i + 1)
+            j = n if nxt < 0 else nxt + 1
+            last = line + text.count("\n", i, j) - (1 if nxt >= 0 else 0)
+            more = f"; read on at line {last + 1}" if nxt >= 0 else ""
+            lines = f"line {line}" if last == line else f"lines {line}-{last}"
+            yield (k, line, None, f"invalid JSON in document {k} ({lines}): {msg}{more}",
+                   text[i:j])
+        else:
+            yield k, line, doc, None, None
         i = j
 
 
@@ -340,18 +381,88 @@ def _jsonl_line(res: FileResult, no: int, raw: bytes, partial: bool) -> None:
     """One line of a JSON Lines file (`partial`: the file's last line, without a newline)."""
     if not raw.strip():
         return
+    if len(raw) > res.limits.max_record_bytes:  # not parsed: what it holds is not stored
+        res.quarantine(f"line {no}", no, size_reason(len(raw), res.limits),
+                       raw[:100_000].decode("utf-8", "replace"))
+        return
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         why = ("truncated last line (file still being written?)" if partial
-               else _utf8_error(raw) or f"invalid JSON: {e}")
+               else _utf8_error(raw) or _surrogate_error(raw, e) or f"invalid JSON: {e}")
         res.quarantine(f"line {no}", no, why, raw.decode("utf-8", "replace"))
         return
     _guard(res, lambda d=doc, no=no: _one(res, d, f"line {no}", no), f"line {no}", no, doc)
 
 
-def read_file(path: Path, display: str) -> FileResult:
-    res = FileResult(path=display)
+def _surrogate_error(raw: bytes, e: orjson.JSONDecodeError) -> str | None:
+    """The reason for a line orjson refused for a lone surrogate escape (its message says
+    "line 1" of the one line it read: the file's line is the locator's)."""
+    if "surrogate" not in str(e):
+        return None
+    m = _LONE_SURROGATE.search(raw)
+    esc = m.group(0).decode() if m else "a \\uD800-\\uDFFF escape"
+    return (f"lone UTF-16 surrogate {esc} in a string (half of a character pair, as JavaScript "
+            f"writes a string cut inside an emoji) at column {e.pos + 1}: not Unicode text, so "
+            f"it cannot be stored; a whole pair such as \\ud83d\\ude00 is accepted")
+
+
+# an escape of a high surrogate not followed by a low one, or a low one alone (approximate: the
+# message names the first such escape; orjson decides)
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+                             rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _lenient_loads(data: bytes):
+    """The document as Python's json reads it (lone surrogates kept), or None. NaN and Infinity
+    are refused, as orjson refuses them."""
+    def no_constant(name):
+        raise ValueError(f"{name} is not JSON")
+
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=no_constant)
+    except (ValueError, RecursionError):  # (JSONDecodeError and UnicodeDecodeError included)
+        return None
+
+
+# How many of a file's first non-blank lines are looked at to tell JSON Lines from
+# pretty-printed documents one after another (kubectl --watch -o json)
+FORMAT_LINES = 32
+
+
+def looks_like_jsonl(lines) -> bool:
+    """JSON Lines (each line a document) rather than pretty-printed concatenated documents?
+
+    The first non-blank line parses (or would but for bytes that are not UTF-8: that line is
+    quarantined, not the rest read another way), or two of the first FORMAT_LINES non-blank
+    lines are whole non-empty JSON objects: pretty printing puts a non-empty object on several
+    lines, so a file with such lines is JSON Lines whose first line is damaged (half a line, a
+    lone `{`). Deciding from line 1 alone took such a file for one broken document and
+    quarantined it whole."""
+    seen = objects = 0
+    for ln in lines:
+        if not ln.strip():
+            continue
+        seen += 1
+        try:
+            doc = orjson.loads(ln)
+        except orjson.JSONDecodeError:
+            if seen == 1 and _utf8_error(ln) is not None and _json_but_for_encoding(ln):
+                return True
+            doc = None
+        if seen == 1 and doc is not None:
+            return True
+        if isinstance(doc, dict) and doc:
+            objects += 1
+            if objects == 2:
+                return True
+        if seen >= FORMAT_LINES:
+            return False
+    return False
+
+
+def read_file(path: Path, display: str, limits=None) -> FileResult:
+    res = FileResult(path=display, limits=limits or DEFAULT_LIMITS)
     data = _open_bytes(path)
     if data.startswith(b"\xef\xbb\xbf"):
         # a UTF-8 byte order mark (Windows tools write one; RFC 8259 lets a parser ignore it):
@@ -375,8 +486,11 @@ def read_file(path: Path, display: str) -> FileResult:
     # JSON Lines and kubectl's concatenated output fail fast at their second document.
     try:
         whole = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        whole = None
+    except orjson.JSONDecodeError as e:
+        # orjson refuses a lone surrogate escape; Python's json reads it (into a str that
+        # cannot be stored), so that the one record holding it is quarantined (FileResult.add)
+        # and the document's others land
+        whole = _lenient_loads(data) if "surrogate" in str(e) else None
     if whole is not None:
         res.kind = doc_kind(whole)
         loc = "line 1" if res.kind in ("k8s_watch_event", "serverless_job") else ""
@@ -384,13 +498,7 @@ def read_file(path: Path, display: str) -> FileResult:
                1 if loc else 0, whole)
         return res
     lines = data.split(b"\n")
-    first = next((ln for ln in lines if ln.strip()), b"")
-    try:
-        orjson.loads(first)
-        jsonl = True
-    except orjson.JSONDecodeError:
-        jsonl = _utf8_error(first) is not None and _json_but_for_encoding(first)
-    if jsonl:
+    if looks_like_jsonl(lines):
         res.kind = "jsonl"
         last = len(lines)
         for no, raw in enumerate(lines, start=1):
@@ -409,11 +517,11 @@ def read_file(path: Path, display: str) -> FileResult:
         text = data.decode("utf-8", "replace")
     if stripped[:1] == b"{":
         res.kind = "concatenated_json"
-        for k, line, doc, err in _concatenated(text):
+        for k, line, doc, err, broken in _concatenated(text):
             loc = f"document {k} (line {line})"
             if err:
-                res.quarantine(loc, line, err, text[:2000])
-                break
+                res.quarantine(loc, line, err, broken[:2000])
+                continue
             _guard(res, lambda d=doc, loc=loc, line=line: _one(res, d, loc, line), loc, line,
                    doc)
         return res
