@@ -495,6 +495,7 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
     keep_order = con.execute("select current_setting('preserve_insertion_order')").fetchone()[0]
     con.execute("set preserve_insertion_order = false")
     own = _begin(con, transaction)
+    failed = False
     try:
         for layer in LAYERS:
             con.execute(f"create schema if not exists {layer}")
@@ -538,11 +539,18 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
         if own:
             con.execute("commit")
     except BaseException:
+        failed = True
         if own:
             con.execute("rollback")
         raise
     finally:
-        con.execute(f"set preserve_insertion_order = {'true' if keep_order else 'false'}")
+        try:
+            con.execute(f"set preserve_insertion_order = {'true' if keep_order else 'false'}")
+        except duckdb.Error:
+            # a failed model aborts the caller's transaction, and any statement then raises
+            # "Current transaction is aborted": that would hide the error that names the model
+            if not failed:
+                raise
 
 
 def _history_before_window(con) -> bool:

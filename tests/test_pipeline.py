@@ -233,3 +233,21 @@ def test_the_summary_writes_seconds_as_the_report_does():
     for v, want in ((Decimal("688.500"), "688.5"), (Decimal("86400.000"), "86,400"),
                     (Decimal("1341.495"), "1,341.495"), (Decimal("0"), "0"), (12, "12")):
         assert _secs(v) == seconds_text(v) == want
+
+
+def test_a_failed_model_inside_the_callers_transaction_is_named_not_masked():
+    """build(transaction=False) runs inside its caller's transaction (recon run's landing and
+    build commit together): a model that fails aborts it, and restoring a setting afterwards
+    raised "Current transaction is aborted", which hid the error naming the model."""
+    import pytest
+
+    from recon.config import Config
+    from recon.warehouse import build, connect, write_config
+
+    con = connect(None)
+    write_config(con, Config(), None, None)
+    con.execute("begin")
+    con.execute("drop table raw.k8s_objects")
+    with pytest.raises(RuntimeError, match=r"sql/staging/\w+\.sql: Catalog Error: .*k8s_objects"):
+        build(con, transaction=False)
+    con.close()
