@@ -139,8 +139,9 @@ def test_the_flow_benchmark_times_a_real_flow_run_and_its_task_runs(tmp_path, mo
     simulate(tmp_path / "sim", seed=3, days=1, nodes=3, endpoints=1)
     (tmp_path / "sim" / "expected" / "ground_truth.json").unlink()
     r = f.run_once(h, tmp_path / "sim", "2026-06-01", validation=False)
-    # no gate (validation=False); the finance CSVs as the deployment writes them (0.10.5)
-    assert set(r["tasks"]) == {"build_marts", "export_finance", "publish_summary"}
+    # no gate (validation=False); the day's bill state, then the finance CSVs as the deployment
+    # writes them
+    assert set(r["tasks"]) == {"build_marts", "bill_states", "export_finance", "publish_summary"}
     assert all(v > 0 for v in r["tasks"].values())
     assert 0 <= r["orchestration"] < r["flow"] < r["process"]
     assert r["orchestration"] == pytest.approx(r["flow"] - sum(r["tasks"].values()))

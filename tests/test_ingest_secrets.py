@@ -133,8 +133,8 @@ def test_no_planted_secret_in_any_table_whichever_path_landed_it(tmp_path, monke
     if fast:
         monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)  # the List through DuckDB too
     else:
-        monkeypatch.setattr("recon.warehouse.land_jsonl", lambda con, p, d: None)
-        monkeypatch.setattr("recon.warehouse.land_list", lambda con, p, d, prepared=None: None)
+        monkeypatch.setattr("recon.warehouse.land_jsonl", lambda con, p, d, limits=None: None)
+        monkeypatch.setattr("recon.warehouse.land_list", lambda con, p, d, prepared=None, limits=None: None)
     folder = tmp_path / "in" / "cluster=c1"
     _write(folder, big_list=fast)
     res = run(tmp_path / "in", tmp_path / "db.duckdb", validate=False)
@@ -173,8 +173,8 @@ def test_fast_paths_store_what_the_python_reader_stores(tmp_path, monkeypatch):
             if fast:
                 m.setattr(lists, "LIST_MIN_BYTES", 0)
             else:
-                m.setattr("recon.warehouse.land_jsonl", lambda con, p, d: None)
-                m.setattr("recon.warehouse.land_list", lambda con, p, d, prepared=None: None)
+                m.setattr("recon.warehouse.land_jsonl", lambda con, p, d, limits=None: None)
+                m.setattr("recon.warehouse.land_list", lambda con, p, d, prepared=None, limits=None: None)
             root = tmp_path / str(fast)
             _write(root / "in" / "cluster=c1", big_list=True)
             con = connect(root / "db.duckdb")

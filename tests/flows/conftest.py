@@ -77,7 +77,9 @@ def daily_run(harness, landing, tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="session")
 def artifacts_of(harness):
-    """artifacts_of(flow_run_id) -> {key: artifact} (its task runs' artifacts included)."""
+    """artifacts_of(flow_run_id) -> {key: artifact} (its task runs' artifacts included; of
+    several with one key, the latest created: a run that publishes a held day before its own
+    day publishes its own summary last)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
@@ -85,6 +87,6 @@ def artifacts_of(harness):
         with get_client(sync_client=True) as client:
             arts = client.read_artifacts(artifact_filter=ArtifactFilter(
                 flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
-        return {a.key: a for a in arts}
+        return {a.key: a for a in sorted(arts, key=lambda a: a.created)}
 
     return read
