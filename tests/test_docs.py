@@ -1,6 +1,7 @@
 """The reference (docs/reference.md) documents what the code does: every command, every mart
 column, every finding code; its example queries run."""
 
+import os
 import re
 from pathlib import Path
 
@@ -62,3 +63,18 @@ def test_the_example_queries_run_on_a_reconciled_fleet(sim_run):
         con.close()
     assert len(by_team) >= 2 and sum(r[1] for r in by_team) == total > 0
 
+
+def test_the_documentation_points_nowhere_outside_the_repository():
+    """Every Markdown file of the repository stands on its own: no link or path outside it."""
+    docs = []
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "node_modules"]
+        docs += [Path(folder) / f for f in files if f.endswith(".md")]
+    assert len(docs) >= 8
+    for p in docs:
+        text = p.read_text(encoding="utf-8")
+        for outside in ("../shared", "shared/reference", "shared/DESIGN", "DESIGN.md"):
+            assert outside not in text, (p.relative_to(ROOT), outside)
+        for target in re.findall(r"\]\((?!https?://|#|mailto:)([^)#\s]+)", text):
+            assert (p.parent / target).resolve().is_relative_to(ROOT), (p.relative_to(ROOT), target)
+            assert (p.parent / target).exists(), (p.relative_to(ROOT), target)
