@@ -67,7 +67,7 @@ def _runpod_volume(x) -> bool:
             and ("dataCenterId" in x or "dataCenter" in x))
 
 
-# a bare JSON array of inventory objects (v1 responses were arrays), by what its items are
+# a bare JSON array of inventory objects (v1 responses are arrays), by what its items are
 BARE_INVENTORY = (("pods", _runpod_pod), ("serverless", _runpod_endpoint),
                   ("network_volumes", _runpod_volume))
 
