@@ -72,6 +72,7 @@ def row(path: Path, res: dict) -> dict:
             if machine.get("loadavg_start") or machine.get("loadavg") else "")
     return {
         "label": f"{label} ({sha}{'-dirty' if res.get('dirty') else ''})" if sha else label,
+        "time": res.get("time") or "",
         "date": (res.get("time") or "")[:10],
         "machine": ", ".join(x for x in (cpu, load) if x) or "not recorded",
         "nodes": "input" if params.get("input") else params.get("nodes"),
@@ -99,7 +100,7 @@ def load_rows(results: Path) -> list[dict]:
             continue
         if isinstance(res, dict) and res.get("run") and res.get("params") is not None:
             rows.append(row(p, res))
-    return sorted(rows, key=lambda r: (r["date"], r["label"]))
+    return sorted(rows, key=lambda r: (r["time"], r["label"]))
 
 
 def _cell(v) -> str:
