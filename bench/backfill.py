@@ -5,7 +5,7 @@
 * `daily`: what `flows/backfill.py` does without Prefect around it — one `recon.pipeline.run`
   per UTC day (`--from D --to D`), oldest first, on one warehouse; the first run lands every
   file, later runs land nothing and read only their day's scope.
-* `batch`: what `flows/backfill.py` does since session 17 — one `recon.pipeline.run` per
+* `batch`: what `flows/backfill.py` does — one `recon.pipeline.run` per
   batch of `--batch-days` consecutive days (`--from FIRST --to LAST`), with `--validation` one
   gate per batch; `daily` is the same with batches of one day (the flow's `batch_days=1`).
 * `once`: one `recon.pipeline.run` without a window: every day's marts in one build.

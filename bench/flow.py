@@ -9,7 +9,7 @@ a fresh process on a fresh DuckDB file, with the same `sync` and page-cache warm
 `bench/run`. In the child: a temporary Prefect API (its own PREFECT_HOME) is started by a trivial
 flow first (`server_start`, a fixed cost reported apart), then `daily_reconciliation(day)` is
 timed (`flow`). Its task runs' durations come from the API afterwards (start to end of each
-`build_marts`, `validate_marts`, `export_finance` (since 0.10.5, as the deployment runs it),
+`build_marts`, `validate_marts`, `export_finance` (as the deployment runs it),
 `publish_summary` run); `orchestration` = the flow's wall minus
 its task runs (task and flow run creation, state changes, the concurrency-limit check).
 Prints median and min-max, writes bench/results/flow-<sha>-<key>[-label].json.
@@ -57,8 +57,8 @@ t = time.perf_counter()
 noop()
 server_start = time.perf_counter() - t
 t = time.perf_counter()
-# the day's finance CSVs, as prefect.yaml's deployment writes them (a tree from before 0.10.5
-# has no exports_dir)
+# the day's finance CSVs, as prefect.yaml's deployment writes them (an older tree measured
+# through BENCH_ROOT may have no exports_dir)
 kw = ({'exports_dir': spec['db'] + '.exports'}
       if 'exports_dir' in inspect.signature(daily_reconciliation.fn).parameters else {})
 state = daily_reconciliation(day=spec['day'], landing_dir=spec['input'], db=spec['db'],
@@ -82,8 +82,8 @@ def child_env(h, home: str) -> dict:
     developer's own server)."""
     env = {**h.child_env(), "PREFECT_HOME": home, "DO_NOT_TRACK": "1",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-    # the temporary API took 6-15 s to start on this project's hosts, past Prefect's default 20 s
-    # when the machine is busy (a run failed so in session 19): wait longer, the start is timed
+    # the temporary API takes 6-15 s to start on this project's hosts, and can pass Prefect's
+    # default 20 s when the machine is busy (a run then fails): wait longer, the start is timed
     env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
     env.pop("PREFECT_API_URL", None)
     env.pop("PREFECT_API_KEY", None)

@@ -171,8 +171,8 @@ def split_files(src: Path, dst: Path, parts: int) -> Path:
     """`dst`: a copy of the landing folder `src` in which every JSON Lines file is cut into
     `parts` files of whole lines and about equal bytes (`<stem>-pNN.jsonl`; fewer when it has
     fewer lines), the other files linked as they are. The collector writes one file per
-    resource and UTC hour, the simulator a few big ones: this is the day as many files
-    (session 17 found two per-file costs the simulator's layout hid). Cached (`.complete`)."""
+    resource and UTC hour, the simulator a few big ones: this is the day as many files (per-file
+    costs that the simulator's layout hides show only then). Cached (`.complete`)."""
     done = dst / ".complete"
     if done.exists():
         return dst
@@ -380,9 +380,8 @@ def child_floor(spec: dict) -> dict:
         out["ref_gb"] = sum(os.path.getsize(f) for f in pods) / 1e9
     t = time.perf_counter()
     # Each document is parsed once: a list of paths is one parse (json_extract_string with a
-    # list), where `->>` per field parses it once per field. Before session 20 the floor was
-    # measured per field and came out 1.5-1.9x slower than this (5.5 s against 3.1 s on the
-    # target day, bench/README.md "Session 20"), which flattered the ratio to it.
+    # list), where `->>` per field parses it once per field: 1.5-1.9x slower than this (5.5 s
+    # against 3.1 s on the target day), a floor that would flatter the ratios to it.
     if pods:
         q(f"""select count(*), count(distinct v[1]), max(v[2]::bigint), min(v[3]::timestamptz),
                     max(v[5])
@@ -415,12 +414,12 @@ def child_main(argv) -> None:
 def warm(folder: Path, only: list[str] | None = None) -> None:
     """Read every file of `folder` once (into the page cache), or only the files `only`: a run
     with history follows the copy of a multi-GB warehouse, which evicted its input, while the
-    runs without history read input cached by the run before: day 4 on 30 days landed 1.7 s
-    slower than alone without reading any history (session 6). A daily run's files are usually
+    runs without history read input cached by the run before: day 4 on 30 days lands 1.7 s
+    slower than alone without reading any history. A daily run's files are usually
     just written, so cached. A run with history is given its day's new files as `only`: the
     earlier days' files in its folder are landed already (it looks at their size and mtime,
-    never their bytes), and reading them too put ~5 GB more in the page cache beside the
-    warehouse copy (bench/README.md, session 9)."""
+    never their bytes), and reading them too puts ~5 GB more in the page cache beside the
+    warehouse copy."""
     files = ([Path(p) for p in only] if only is not None
              else [p for p in sorted(folder.rglob("*")) if p.is_file()])
     for p in files:
@@ -433,22 +432,20 @@ def settle() -> None:
     """Write back what the kernel still holds dirty (`sync`) before a timed run. A run with
     history follows the copy of a multi-GB warehouse whose pages were still being written back
     while the run wrote its own: a merge that appends into the persisted tables queued behind
-    them. On the 30-day state, 3 interleaved pairs each (bench/README.md, session 8),
-    `stg_runpod__jobs` took 3.50-4.11 s against 2.76-3.03 s for the merge that staged its rows
-    in memory first; with a sync after the copy, 2.61-3.36 s against 2.88-3.45 s."""
+    them. On the 30-day state, 3 interleaved pairs each, `stg_runpod__jobs` took 3.50-4.11 s
+    against 2.76-3.03 s for the merge that staged its rows in memory first; with a sync after
+    the copy, 2.61-3.36 s against 2.88-3.45 s."""
     os.sync()
 
 
 def copy_state(src: Path, dst: Path) -> None:
     """Copy the history warehouse `src` to `dst` for one run, and write the copy back.
 
-    Until session 10 this then dropped `src`'s pages from the page cache (`posix_fadvise
-    DONTNEED`), so that the run would not share it with two 8.6 GB copies. On this VM that
-    made the runs with history slower, not fairer: memory set free is slower to take again
-    than page cache to reclaim (a DAMON `pageout` scheme and free page reporting run here).
-    Day 4 on 30 days, the same state, 2 interleaved pairs: landing 15.3-18.3 s with the drop
-    against 13.7-13.8 s without (bench/README.md, session 10); the runs alone never had it.
-    That is most of the harness's "landing with history" excess of sessions 8 and 9."""
+    It does not drop `src`'s pages from the page cache (`posix_fadvise DONTNEED`) to spare the
+    run sharing it with two 8.6 GB copies: on this VM that makes the runs with history slower,
+    not fairer: memory set free is slower to take again than page cache to reclaim (a DAMON
+    `pageout` scheme and free page reporting run here). Day 4 on 30 days, the same state, 2
+    interleaved pairs: landing 15.3-18.3 s with the drop against 13.7-13.8 s without."""
     shutil.copy(src, dst)
     os.sync()
 
@@ -513,7 +510,7 @@ def fixed_costs(runs: int, prefect: bool) -> dict:
             xs = [timed(code, {**child_env(), **extra})]
             out["prefect_trivial_flow_first"] = {"median": xs[0], "min": xs[0], "max": xs[0]}
     uv = shutil.which("uv")
-    if uv:  # what `uv run` adds to every command (its sync check; until 0.10.6 a recompile)
+    if uv:  # what `uv run` adds to every command (its sync check; recon.bytecode keeps it small)
         env = child_env()
         xs = []
         for _ in range(runs + 1):
@@ -988,7 +985,7 @@ def main(argv=None) -> None:
                                 "min": spread([f[k] for f in floors])[0],
                                 "max": spread([f[k] for f in floors])[1]}
                             for k in ("scan", "extract")}
-            for k in ("ref_count", "ref_extract"):  # (not in results made before session 22)
+            for k in ("ref_count", "ref_extract"):  # (absent where the floor had no pods)
                 if all(k in f for f in floors):
                     res["floor"][k] = {"median": med([f[k] for f in floors])}
             if all("ref_gb" in f for f in floors):

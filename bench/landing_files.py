@@ -4,7 +4,7 @@
     BENCH_ROOT=/other/checkout uv run python bench/landing_files.py …   # that tree's recon
 
 A/B of a landing change: run it alternately for two checkouts on the same files (the whole-day
-figures of bench/run are noisier than one file's, bench/README.md "Session 3"). Files that the
+figures of bench/run are noisier than one file's). Files that the
 DuckDB paths (big JSON Lines, big Kubernetes Lists) leave to the Python reader are timed parsing
 only: load_folder inserts their rows afterwards.
 """

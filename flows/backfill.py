@@ -6,7 +6,7 @@ built together), one data-quality gate over the batch's days and files, then eve
 summary artifacts, after which each day is recorded as published (`meta.published_days`).
 A batch's build reads what its window depends on once instead of once per day, and its gate
 imports and runs Great Expectations once: a 30-day backfill is several times faster than day
-by day (bench/README.md, session 17).
+by day (bench/README.md).
 
 A day already published is skipped unless `force` (with the gate on: published after a gate
 that passed). A day whose provider bill has not landed is built and held, not published

@@ -71,7 +71,7 @@ def collect_kubernetes(landing_dir: str, kubeconfig: str | None = None,
                                max_events=max_events)
     snap = counters.snapshot()
     logger().info("Kubernetes: %s", snap["totals"])
-    if failed := counters.failed_lists():  # until 0.10.6 the task passed without them
+    if failed := counters.failed_lists():  # a list that gave up is missing data: fail, naming it
         raise RuntimeError(f"{len(failed)} Kubernetes list(s) gave up after their retries: "
                            f"{', '.join(failed)} (the log names why); what did list was landed")
     return snap

@@ -21,7 +21,7 @@ WAREHOUSE_TAG = "recon-warehouse"
 # run carries, whether a limit exists or not, and that request writes: on a server backed by
 # SQLite (the temporary server, `prefect server start` by default) it often meets the server's
 # own event writes, fails with `database is locked` (503) and is retried ~1.7 s later. The
-# daily flow on the 500-node day lost ~2 s to it (bench/README.md, session 18). So a flow run
+# daily flow on the 500-node day loses ~2 s to it (bench/README.md, levers tried). So a flow run
 # reads which limits exist, once, and its tasks carry only the tags that have one.
 LIMIT_TAGS = (RUNPOD_TAG, WAREHOUSE_TAG)
 

@@ -67,8 +67,9 @@ def serve_daily(landing_dir: str, db: str, cron: str = "30 2 * * *", port: int =
 
 def serve_parameters(landing_dir: str, db: str, exports_dir: str | None = "data/exports",
                      settle_seconds: int = 600) -> dict:
-    """The served deployment's parameters (until 0.10.5 only the landing area and the warehouse:
-    no finance CSVs, and the collector's open hour landed half-written)."""
+    """The served deployment's parameters: besides the landing area and the warehouse, the
+    finance CSVs' folder (without it no CSVs are written) and the settle time (without it the
+    collector's open hour would land half-written)."""
     params = {"landing_dir": str(landing_dir), "db": str(db), "settle_seconds": int(settle_seconds)}
     if exports_dir:
         params["exports_dir"] = str(exports_dir)

@@ -1,17 +1,17 @@
 """Compile the environment's bytecode once, where Python may not write it itself.
 
 Where PYTHONDONTWRITEBYTECODE=1 (this project's machines, many container images), Python never
-caches what it compiles: every process compiled Great Expectations and Prefect from source,
-and importing Great Expectations took 10.5-13.0 s instead of 5.1-6.5 s (bench/README.md,
-session 15). uv's `compile-bytecode` setting fixed that, but `uv run` then recompiles the whole
-environment (~11k files) on *every* invocation (astral-sh/uv#12202): `uv run recon --help` took
-1.31-1.45 s instead of 0.55-0.59 s on a 2-core host (session 21).
+caches what it compiles: every process would compile Great Expectations and Prefect from
+source, and importing Great Expectations takes 10.5-13.0 s instead of 5.1-6.5 s
+(bench/README.md). uv's `compile-bytecode` setting avoids that, but `uv run` then recompiles
+the whole environment (~11k files) on *every* invocation (astral-sh/uv#12202): `uv run recon
+--help` takes 1.31-1.45 s instead of 0.55-0.59 s on a 2-core host.
 
 `ensure_compiled()` (called when `recon` is imported) compiles the environment's site-packages
 once per set of installed distributions instead: a stamp file in site-packages names the set
 (a hash of its `*.dist-info` folder names, which carry the versions); when the stamp is
 present it costs one directory listing (~1 ms). A fresh environment takes as long as uv's
-compile at install did (~11k files: 32-50 s on 2 cores in session 21, with a progress line
+compile at install does (~11k files: 32-50 s on 2 cores, with a progress line
 every 5 s). A new or upgraded package changes the set and compiles again (only what is out
 of date: compileall skips up-to-date files). It does nothing where Python writes bytecode
 itself, where site-packages is read-only (nothing could be cached there), outside a virtual

@@ -26,9 +26,9 @@ def _findings(con, day, *codes):
 def run_checks(con, day) -> list[Step]:
     steps = []
     # the GPU nodes up during the day (one per Node object: registered before its end, not
-    # removed before its start), and the most GPUs up at one instant. Until 0.10.6 this counted
-    # every node registered before the day's end, gone or not (the demo's second day: "11
-    # node(s) expose 15" where 7 with 10 GPUs were up).
+    # removed before its start), and the most GPUs up at one instant. A node registered before
+    # the day's end but gone before its start is not counted: it was not up (on the demo's
+    # second day 7 nodes with 10 GPUs are up, 11 nodes with 15 GPUs registered).
     nodes = con.execute("""
         with n as (
             select cluster, node_uid, max(gpu_capacity) as gpus, min(created_at) as up,
@@ -70,8 +70,9 @@ def run_checks(con, day) -> list[Step]:
                sum(expected_amount), sum(lingering_storage_seconds), sum(serverless_idle_seconds),
                max(compute_stopped_at)
         from marts.resource_day where day = ? group by all order by 1""", [day]).fetchall()
-    # ACTIVITY_WITHOUT_BILLING: the formula expects money the bill has no line for (until
-    # 0.10.6 the step passed while its own line read "billed $51.73 vs formula $54.70")
+    # ACTIVITY_WITHOUT_BILLING: the formula expects money the bill has no line for, so the
+    # step fails (otherwise it would pass while its own line reads "billed $51.73 vs formula
+    # $54.70")
     bad = _findings(con, day, "RATE_MISMATCH", "DUPLICATE_BILLING", "RATE_MISSING",
                     "ACTIVITY_WITHOUT_BILLING")
     # a day whose provider bill has not landed cannot tie to it: the step says so, where the

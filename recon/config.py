@@ -187,8 +187,8 @@ def load_config(path: str | Path | None) -> Config:
 
     Every problem of the file is reported at once, in one ValueError naming the file, the
     section and the key: an unknown key (a typo would otherwise be a default in silence), a
-    value of the wrong type, a negative threshold or rate. Until 0.10.6 a wrong type or a rate
-    that is no number ended the run in a traceback, and only the first unknown key was named.
+    value of the wrong type, a negative threshold or rate, or a rate that is no number. None of
+    them ends the run in a traceback, and every unknown key is named, not only the first.
     """
     if path is None:
         return Config()

@@ -12,8 +12,8 @@ folder and renamed into place, so a reader never sees half a file):
 
 Allocation (how bill money becomes team rows) is `marts.allocation`; its rules are written
 once, in ``sql/marts/allocation.sql``. The costs file aggregates that mart by day, team,
-namespace, workload and category, quantised to the file's scale (the mart's own, 12 decimals,
-since 0.10.2: its rows already tie to the bill exactly); what quantising would lose (< 1e-6 USD
+namespace, workload and category, quantised to the file's scale (the mart's own, 12 decimals:
+its rows already tie to the bill exactly); what quantising would lose (< 1e-6 USD
 per resource-day) is absorbed into that resource-day's largest row so the file ties to
 ``marts.resource_day`` exactly.
 

@@ -307,8 +307,8 @@ def _trend(data) -> str:
 
 
 def _findings_note(data) -> str:
-    """Says when the table holds only the largest findings (until 0.10.6 a day with 17 showed
-    10 without a word)."""
+    """Says when the table holds only the largest findings (a day with 17 shows 10: the note
+    says so, so that a reader does not take the 10 for all)."""
     n = len(data["findings"])
     if n == 0:
         return "No findings on this day."

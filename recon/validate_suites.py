@@ -184,8 +184,8 @@ def raised(res) -> dict | None:
 
     GX gives one `ExceptionInfo` when the expectation itself raised, but `{metric id:
     ExceptionInfo}` when a metric it needs raised (a bad regex, a column of the wrong type):
-    that form has no `raised_exception` key, so reading it as the first form took the error
-    for an ordinary failure ("observed None of None rows unexpected").
+    that form has no `raised_exception` key, so reading it as the first form would take the
+    error for an ordinary failure ("observed None of None rows unexpected").
     """
     exc = res.exception_info or {}
     if "raised_exception" in exc:

@@ -44,8 +44,8 @@ def _column(output: str, i: int) -> str:
 
 
 def test_a_narrow_table_folds_values_instead_of_cutting_them(sim_run):
-    """Piped, rich draws 80 columns; until 0.10.6 a long word ended in '…' and was lost
-    (`recon query` showed SAVINGS_PLAN_UNUS… for a finding code)."""
+    """Piped, rich draws 80 columns; a long word is folded, not cut with '…' and lost
+    (`recon query` would show SAVINGS_PLAN_UNUS… for a finding code)."""
     long = "SAVINGS_PLAN_UNUSED_" + "X" * 70 + "_END"
     sql = (f"select '{long}' as code, 'plan:sp-h100-sim-with-a-long-name' as resource_id, "
            "123456.789012345678::decimal(38, 12) as amount")
@@ -63,8 +63,8 @@ def test_a_narrow_table_folds_values_instead_of_cutting_them(sim_run):
 
 
 def test_report_and_export_of_a_day_without_data_warn(sim_run, tmp_path):
-    """A mistyped --day wrote a $0.00 page and empty CSVs in silence until 0.10.6: they are
-    still written (a scheduled export wants its file), with a warning naming the days landed."""
+    """A mistyped --day must not write a $0.00 page and empty CSVs in silence: they are still
+    written (a scheduled export wants its file), with a warning naming the days landed."""
     db = str(sim_run["db"])
     r = CliRunner().invoke(app, ["report", "--db", db, "--day", "2026-07-01",
                                  "--out", str(tmp_path / "r.html")], terminal_width=300)
@@ -83,8 +83,8 @@ def test_report_and_export_of_a_day_without_data_warn(sim_run, tmp_path):
 
 
 def test_query_reads_the_warehouse_only_unless_files_are_allowed(sim_run, tmp_path):
-    """Read-only was not enough: `COPY … TO` wrote anywhere, read_text() read any file and
-    INSTALL fetched extensions. Locked down by default (and the SQL cannot `set` it back);
+    """Read-only is not enough: `COPY … TO` writes anywhere, read_text() reads any file and
+    INSTALL fetches extensions. Locked down by default (and the SQL cannot `set` it back);
     --allow-files opens files again."""
     db = str(sim_run["db"])
     secret = tmp_path / "secret.txt"
@@ -162,8 +162,8 @@ def test_escape_sequences_from_data_and_file_names_are_shown_not_sent(sim_run, t
 
 def test_a_locked_warehouse_or_a_full_disk_is_one_line_and_exit_1(sim_run, tmp_path,
                                                                  monkeypatch):
-    """The warehouse held by another run was a 39-line traceback, a full disk DuckDB's
-    FatalException or a raw OSError: one line saying what to do, and exit 1."""
+    """The warehouse held by another run, or a full disk, is one line saying what to do, and
+    exit 1: not a 39-line traceback, DuckDB's FatalException or a raw OSError."""
     import errno
     import subprocess
     import sys

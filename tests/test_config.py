@@ -1,9 +1,9 @@
 """recon.toml: every problem of the file named at once, with its section and key; values typed.
 
-Until 0.10.6 a threshold of the wrong type or a rate that was no number ended `recon run` in a
-traceback (a DuckDB TransactionException, a decimal.InvalidOperation), a negative threshold
-was taken, and only the first section with unknown keys was named (its `[thresholds]` eaten by
-rich's markup on the way to the terminal).
+A threshold of the wrong type or a rate that is no number must not end `recon run` in a
+traceback (a DuckDB TransactionException, a decimal.InvalidOperation), a negative threshold is
+refused, and every section with unknown keys is named (its `[thresholds]` printed as is, not
+eaten by rich's markup on the way to the terminal).
 """
 
 from __future__ import annotations
@@ -131,8 +131,9 @@ def test_recon_run_prints_them_whole_and_exits_2(tmp_path):
 
 
 def test_query_shows_data_that_looks_like_markup_as_is(sim_run):
-    """A value with brackets (Kubernetes event messages have them) ended `recon query` in a
-    rich MarkupError ('[/x]') or lost its brackets ('[bold]') until 0.10.6."""
+    """A value with brackets (Kubernetes event messages have them) is shown as is: read as
+    markup it would end `recon query` in a rich MarkupError ('[/x]') or lose its brackets
+    ('[bold]')."""
     r = CliRunner().invoke(app, ["query", "--db", str(sim_run["db"]),
                                  "select '[/x] and [bold]b' as a, '[thresholds]' as b"],
                            terminal_width=200)

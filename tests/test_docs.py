@@ -39,9 +39,9 @@ def test_every_finding_code_in_the_sql_is_documented():
 
 
 def test_the_example_queries_run_on_a_reconciled_fleet(sim_run):
-    """Every query under "Example queries finance asks" runs as written (a query joining two
-    tables that both have `amount` fails to bind), and the tail query hands out exactly the
-    fleet's tail money."""
+    """Every query under "Example queries finance asks" runs as written (the first one joins
+    two tables that both have `amount`: an unqualified column would fail to bind), and the tail
+    query hands out exactly the fleet's tail money."""
     import duckdb
 
     block = REFERENCE.split("## Example queries finance asks", 1)[1].split("```sql", 1)[1]

@@ -89,8 +89,8 @@ def test_findings_are_exactly_the_expected_ones(sim_run, marts):
 
 def test_finding_messages_state_seconds_and_money_as_a_reader_would(marts):
     """Whole seconds without a '.000' tail, fractions without trailing zeros, and money with at
-    most the bill's own 6 decimals: until 0.10.5 a plan's upfront read '$5220.000000000000' and
-    whole days '86400.000 s'."""
+    most the bill's own 6 decimals: a plan's upfront reads '$5220.00', not '$5220.000000000000',
+    and a whole day '86400 s', not '86400.000 s'."""
     import re
 
     rows = marts.execute("select code, message from marts.findings").fetchall()
@@ -107,9 +107,9 @@ def test_finding_messages_state_seconds_and_money_as_a_reader_would(marts):
 
 
 def test_no_segment_without_seconds_carries_rounding_dust(marts):
-    """A pod's disk amount minus the running rate's share left ~1e-10 USD on every pod-day, which
-    made a storage_lingering row of 0 s in the marts and the finance CSV until 0.10.5. That
-    rounding now stays with the running disk; a row with no seconds has no money either."""
+    """A pod's disk amount minus the running rate's share leaves ~1e-10 USD on every pod-day,
+    which would make a storage_lingering row of 0 s in the marts and the finance CSV. That
+    rounding stays with the running disk; a row with no seconds has no money either."""
     dust = marts.execute("""select resource_id, day, category, amount from marts.billed_segments
                             where seconds = 0 and amount <> 0""").fetchall()
     assert dust == []

@@ -889,8 +889,8 @@ def test_scope_views_give_every_version_of_the_pods_they_keep(daily, tmp_path, m
 def test_the_window_keeps_an_event_that_carries_a_last_time_only(daily, tmp_path, monkeypatch):
     """An event with a lastTimestamp and no first time (no firstTimestamp, eventTime or
     creationTimestamp) stages with first_at null; a windowed run's scope keeps it when its last
-    time is in the window (its first time counted as its last: a null first_at used to make
-    both of sql/scope/stg_k8s__events.sql's tests null, and the event was in neither branch)."""
+    time is in the window (its first time counted as its last: a null first_at would make both
+    of sql/scope/stg_k8s__events.sql's tests null, and the event would be in neither branch)."""
     import json as _json
     from datetime import date
 

@@ -210,8 +210,9 @@ def test_malformed_lines_are_quarantined_with_file_and_line(folder, tmp_path):
 
 
 def test_recon_run_names_each_file_with_everything_it_lost(folder, tmp_path):
-    """Until 0.10.6 `recon run` counted only what landing quarantined per file: a file with one
-    record quarantined at load and one in staging read "1 record(s) quarantined"."""
+    """`recon run` counts everything a file lost, at landing and in staging: counting only what
+    landing quarantined, a file with one record quarantined at load and one in staging would
+    read "1 record(s) quarantined"."""
     from typer.testing import CliRunner
 
     from recon.cli import app
@@ -255,8 +256,8 @@ def test_empty_or_missing_folder_is_a_clear_error(tmp_path):
     ["export", "--day", "2026-06-01", "--out", "OUT"]])
 def test_a_command_on_a_missing_warehouse_says_so(tmp_path, args):
     """Every command that reads the warehouse names the missing file and what to run, exit 2,
-    no traceback (`recon quarantine`, `recon check` and `recon whatif` raised DuckDB's
-    IOException until 0.10.5)."""
+    no traceback (not DuckDB's IOException, for `recon quarantine`, `recon check` and `recon
+    whatif` too)."""
     from typer.testing import CliRunner
 
     from recon.cli import app
@@ -271,8 +272,8 @@ def test_a_command_on_a_missing_warehouse_says_so(tmp_path, args):
 
 
 def test_query_shows_decimals_in_plain_digits(tmp_path):
-    """`recon query`'s table printed a zero amount as 0E-12 and 3.6e-11 USD as 3.6E-11 (Python's
-    str of a Decimal) until 0.10.5; csv and json already wrote plain digits."""
+    """`recon query`'s table prints a zero amount as 0, not 0E-12, and 3.6e-11 USD in plain
+    digits, not 3.6E-11 (Python's str of a Decimal), as csv and json do."""
     from typer.testing import CliRunner
 
     from recon.cli import app
@@ -292,8 +293,8 @@ def test_query_shows_decimals_in_plain_digits(tmp_path):
     ["quarantine"], ["report", "--day", "2026-06-01"], ["check", "--day", "2026-06-01"],
     ["whatif", "--cooldown", "60"], ["export", "--day", "2026-06-01", "--out", "OUT"]])
 def test_a_command_on_a_warehouse_never_built_says_so(tmp_path, args):
-    """A warehouse file no run has built (an interrupted first run leaves one) gave DuckDB's
-    catalog error as a traceback until 0.10.5."""
+    """A warehouse file no run has built (an interrupted first run leaves one) is named with
+    what to run, not DuckDB's catalog error as a traceback."""
     from typer.testing import CliRunner
 
     from recon.cli import app
@@ -317,9 +318,9 @@ def test_a_command_on_a_warehouse_never_built_says_so(tmp_path, args):
     (["whatif", "--cooldown", "-5"], "greater than or equal to 0"),
     (["simulate", "--out", "OUT", "--start", "tomorrow"], "--start must be a UTC day")])
 def test_a_bad_day_or_setting_is_a_clear_error(tmp_path, args, says):
-    """Until 0.10.5 a reversed window ran and reported 'no day with a billed or active
-    resource', `recon check --day 2026/06/01` printed a traceback, and `recon whatif` priced a
-    negative cooldown. Each is now exit 2 with the option named, and nothing is written."""
+    """A reversed window, `recon check --day 2026/06/01` and a negative cooldown for `recon
+    whatif` are each exit 2 with the option named, and nothing is written: not a run reporting
+    'no day with a billed or active resource', a traceback, or a negative cooldown priced."""
     from typer.testing import CliRunner
 
     from recon.cli import app
@@ -398,7 +399,7 @@ def test_landing_records_the_timestamp_verdict_staging_would_reach_on_every_path
         assert rows and all(r[2] is not None and r[2] == r[3] for r in rows), rows
         verdicts[table] = {(f.rsplit("/", 1)[1], loc): ok for f, loc, ok, _ in rows}
     assert verdicts["k8s_objects"][("watch.jsonl", "line 8")] is False  # the Python path's
-    # (a one-document file's record was stored as "line 1 ", with a trailing blank: fixed)
+    # (a one-document file's record is "line 1", without a trailing blank)
     assert verdicts["serverless_jobs"][("one-job.json", "line 1")] is False
     bad = {(f, loc) for t in verdicts.values() for (f, loc), ok in t.items() if not ok}
     assert len(bad) >= 12 and any(ok for t in verdicts.values() for ok in t.values())
@@ -425,11 +426,11 @@ def test_landing_records_the_timestamp_verdict_staging_would_reach_on_every_path
 
 def test_a_job_whose_submitted_at_is_there_but_no_timestamp_is_quarantined_on_every_path(
         folder, tmp_path):
-    """submittedAt is optional (the /status record has none), but until 0.10.7 a malformed one
-    loaded as NULL without a word, and the worker's session then started at its first job's
-    execution instead of its submission: cold start lost from the bill's explanation. A present
-    value that is no timestamp now quarantines the job, named, whichever reader landed it and in
-    a warehouse landed before the check (ts_ok NULL)."""
+    """submittedAt is optional (the /status record has none), but a malformed one must not load
+    as NULL without a word: the worker's session would then start at its first job's execution
+    instead of its submission, cold start lost from the bill's explanation. A present value that
+    is no timestamp quarantines the job, named, whichever reader landed it and in a warehouse
+    landed before the check (ts_ok NULL)."""
     from recon.pipeline import build
     from recon.warehouse import RAW_DDL
 
@@ -487,10 +488,10 @@ def test_an_amount_that_is_no_finite_number_below_1e12_is_named_with_its_value(v
 
 
 def test_a_byte_order_mark_is_ignored_and_bytes_that_are_not_utf8_are_named(folder, tmp_path):
-    """Until 0.10.6 a file starting with a UTF-8 BOM (Windows tools write one) was "not JSON,
-    JSON Lines or a recognised format", and a JSON Lines file whose first line had a Latin-1
-    byte was read as concatenated documents with that byte replaced by U+FFFD: a job id altered
-    in silence."""
+    """A file starting with a UTF-8 BOM (Windows tools write one) is read, not "not JSON, JSON
+    Lines or a recognised format", and a JSON Lines file whose first line has a Latin-1 byte is
+    named, not read as concatenated documents with that byte replaced by U+FFFD (a job id
+    altered in silence)."""
     job = {"id": "j1", "delayTime": 1, "executionTime": 2, "endpointId": "e",
            "completedAt": "2026-06-01T10:00:00Z"}
     line = lambda **kw: json.dumps({**job, **kw}).encode() + b"\n"
@@ -519,8 +520,8 @@ def test_a_byte_order_mark_is_ignored_and_bytes_that_are_not_utf8_are_named(fold
 
 def test_the_collectors_resume_state_in_the_landing_area_is_skipped_not_quarantined(folder):
     """The collector keeps <landing>/k8s/state/<cluster>.json beside what it lands, and the
-    daily run loads that landing area whole: until 0.10.8 every run quarantined the state file
-    as 'not a recognised input record' (a warning in every daily log)."""
+    daily run loads that landing area whole: quarantined as 'not a recognised input record',
+    the state file would put a warning in every daily log."""
     from connectors.kubernetes.landing import StateStore
     from recon.warehouse import load_folder
 

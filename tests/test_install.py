@@ -2,11 +2,11 @@
 
 Without compiled bytecode, a machine or image that sets PYTHONDONTWRITEBYTECODE=1 (this
 project's own machines do; many container images do) compiles Great Expectations and Prefect
-from source in every process: importing Great Expectations took 10.5-13.0 s instead of 5.1-6.5
-s, and `uv run recon demo` 17-19 s instead of 11-14 s (bench/README.md, session 15). uv's
-`compile-bytecode` setting did it at the price of recompiling ~11k files on every `uv run`
-(astral-sh/uv#12202, +0.7-0.9 s per command); `import recon` now does it once per set of
-installed packages.
+from source in every process: importing Great Expectations takes 10.5-13.0 s instead of
+5.1-6.5 s, and `uv run recon demo` 17-19 s instead of 11-14 s (bench/README.md). uv's
+`compile-bytecode` setting does it at the price of recompiling ~11k files on every `uv run`
+(astral-sh/uv#12202, +0.7-0.9 s per command); `import recon` does it once per set of
+installed packages instead.
 """
 
 from __future__ import annotations

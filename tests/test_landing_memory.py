@@ -3,8 +3,8 @@
 Landing runs inside its caller's one transaction and gives DuckDB its reading buffers
 zero-copy (Arrow over a 64 MiB bytearray per file). A view made with `con.register` and
 dropped with `unregister` stays in the catalog until the transaction ends, and with it the
-Arrow table and its buffers: every landed file's buffer was held until the commit (2.8 GB at
-the end of landing 30 days at 100 nodes, bench/README.md session 17). These tests fail on it.
+Arrow table and its buffers: every landed file's buffer would be held until the commit (2.8 GB
+at the end of landing 30 days at 100 nodes). These tests fail on it.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def test_a_gzip_file_that_inflates_past_its_buffer_lands_every_line(tmp_path):
 def test_a_chunk_under_two_row_groups_of_lines_goes_to_duckdb_as_several_batches():
     """DuckDB parses one Arrow batch on one thread per row group's worth of rows: a chunk of
     fewer lines goes as several zero-copy batches (both cores), a chunk of two whole row groups
-    (a 64 MiB chunk of jobs) as one (bench/README.md, session 18)."""
+    (a 64 MiB chunk of jobs) as one."""
     import numpy as np
 
     from recon.ingest.jsonl import ROW_GROUP, lines_table

@@ -111,9 +111,9 @@ def test_demo_summary_matches_ground_truth(tmp_path):
 
 def test_the_summary_rows_add_up_to_the_bill(sim_run):
     """Every category of marts.billed_segments has exactly one summary row, so the rows under
-    `billed` add up to it: exactly before rounding, within half a cent a row after. Until 0.10.5
-    serverless execution, storage while compute ran and rounding had none (0.87 USD of the
-    demo's first day was in no row)."""
+    `billed` add up to it: exactly before rounding, within half a cent a row after. Serverless
+    execution, storage while compute ran and rounding have rows too (without them 0.87 USD of
+    the demo's first day would be in no row)."""
     from recon.pipeline import SUMMARY_METRICS, _summary_sql, summarise
 
     parts = {m: cats for m, cats in SUMMARY_METRICS.items() if cats is not None}
@@ -139,9 +139,9 @@ def test_the_summary_rows_add_up_to_the_bill(sim_run):
 
 
 def test_a_run_reports_its_stages_and_recon_run_shows_them(sim_run, tmp_path, monkeypatch):
-    """Landing reports each file; after it, a run of 25 s said nothing for 11 s of building
-    and 4 s of validation until 0.10.5. The stages now come through `on_stage`, in order, and
-    `recon run` prints them once the run has taken STAGE_AFTER_SECONDS."""
+    """Landing reports each file; after it, a run of 25 s spends 11 s building and 4 s
+    validating, which must not pass in silence. The stages come through `on_stage`, in order,
+    and `recon run` prints them once the run has taken STAGE_AFTER_SECONDS."""
     import recon.cli
 
     seen = []
@@ -196,8 +196,8 @@ def test_a_warehouse_named_after_a_schema_is_refused_clearly(tmp_path):
 
 
 def test_a_window_outside_the_data_is_said_not_summarised_as_empty(sim_run, tmp_path):
-    """`recon run --from/--to` on days the input does not cover printed an empty summary table
-    and nothing else; it now names the empty days and the days the landed bills cover."""
+    """`recon run --from/--to` on days the input does not cover names the empty days and the
+    days the landed bills cover, not only an empty summary table."""
     from datetime import date
 
     res = run(sim_run["root"] / "input", tmp_path / "w.duckdb", day_from=date(2026, 3, 11),
@@ -225,8 +225,7 @@ def test_a_window_outside_the_data_is_said_not_summarised_as_empty(sim_run, tmp_
 
 
 def test_the_summary_writes_seconds_as_the_report_does():
-    """Until 0.10.6 the run summary wrote 688.500 s where the report and `recon check` wrote
-    688.5."""
+    """The run summary writes 688.5 s as the report and `recon check` do, not 688.500 s."""
     from recon.cli import _secs
     from recon.report import seconds_text
 

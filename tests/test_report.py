@@ -153,7 +153,7 @@ def test_page_is_self_contained(page):
 
 
 def test_seconds_read_as_seconds(page):
-    """The findings table shows 86,400 for a whole day (86400.000 until 0.10.5), fractions
+    """The findings table shows 86,400 for a whole day (not 86400.000), fractions
     without trailing zeros, and thousands separated, as the split table does."""
     from recon.report import seconds_text
 

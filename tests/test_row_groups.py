@@ -3,8 +3,8 @@
 An INSERT of more rows than a row group (122,880) writes whole row groups and leaves its last
 one partly filled; the next INSERT starts a new one. The checkpoint at the commit then merges
 partly filled row groups by rewriting them (vacuum): 0.8 s of recompressing job documents on
-the 500-node target day before landing cut its chunks after whole row groups of lines
-(bench/README.md, session 6). These tests turn the vacuum off before the commit
+the 500-node target day unless landing cuts its chunks after whole row groups of lines
+(bench/README.md). These tests turn the vacuum off before the commit
 (`max_vacuum_tasks = 0`) and count the row groups landing left: as many as the rows need.
 They land on two DuckDB threads, as on the target machine (on one, an INSERT of more rows
 than a row group appends to the table's last row group, and the List test would pass without
@@ -51,7 +51,7 @@ def test_jsonl_chunks_of_more_lines_than_a_row_group_land_as_whole_row_groups(tm
     con = _land_without_vacuum(tmp_path / "in", tmp_path / "w.duckdb", monkeypatch)
     groups = _row_groups(con, "raw.serverless_jobs")
     assert sum(groups) == n
-    assert len(groups) == math.ceil(n / RG), groups  # was 5 (a partial one after each chunk)
+    assert len(groups) == math.ceil(n / RG), groups  # not 5 (a partial one after each chunk)
     assert all(g == RG for g in groups[:-1]), groups
     # every line landed once, numbered as in the file, across the cut chunks
     assert con.execute("select count(distinct record_no), min(record_no), max(record_no), "
@@ -79,7 +79,7 @@ def test_a_big_list_fills_the_row_group_the_files_before_it_left(tmp_path, monke
     con = _land_without_vacuum(tmp_path / "in", tmp_path / "w.duckdb", monkeypatch)
     groups = _row_groups(con, "raw.k8s_objects")
     assert sum(groups) == watch + items
-    assert len(groups) == 2, groups  # was 3: the watch files' 1,000 rows left alone
+    assert len(groups) == 2, groups  # not 3: the watch files' 1,000 rows not left alone
     assert con.execute("select count(*) filter (where event_type = 'LISTED'), count(distinct uid) "
                        "from raw.k8s_objects").fetchone() == (items, watch + items)
     con.close()

@@ -91,9 +91,10 @@ def _pulled(path, endpoint, pulled, start, end, rec):
 ])
 def test_a_repull_that_spells_the_bucket_otherwise_is_the_same_bucket(tmp_path, kind, endpoint,
                                                                       rec, table):
-    """RFC 3339 allows `…T00:00:00Z` and `…T00:00:00.000Z` for one instant. Until 0.10.8 the
-    network-volume and account lines were deduplicated on the text: a re-pull spelling it
-    otherwise kept both, and the volume was billed $3.00 for one $1.50 hour."""
+    """RFC 3339 allows `…T00:00:00Z` and `…T00:00:00.000Z` for one instant. The network-volume
+    and account lines are deduplicated on the instant, not the text: on the text a re-pull
+    spelling it otherwise would keep both, and the volume would be billed $3.00 for one $1.50
+    hour."""
     land = tmp_path / "landing" / "runpod" / kind
     _pulled(land / "pulled=20260602T000000Z" / "a.json", endpoint, "2026-06-02T00:00:00Z",
             "2026-06-01T00:00:00Z", "2026-06-01T01:00:00Z", rec)
@@ -129,8 +130,9 @@ def _marts_digest(db) -> dict:
 
 def test_versions_with_one_pull_time_give_the_same_marts_every_run(tmp_path):
     """Several lines of one bucket with the same pulledAt (here: two files of one pull whose
-    endTimes differ) were ordered by whichever the sort met first: bill_state, first_pulled_amount
-    and the restated change moved between runs of the same bills. Fresh warehouses, the files
+    endTimes differ) are not ordered by whichever the sort meets first: bill_state,
+    first_pulled_amount and the restated change would move between runs of the same bills.
+    Fresh warehouses, the files
     under other names (so landed in another order): the marts are the same."""
     def rec_end(hour, amount, end):
         return {**rec(hour, amount), "endTime": end}

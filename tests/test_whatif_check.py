@@ -113,7 +113,7 @@ def test_check_names_what_fails_and_passes_a_clean_day(sim_run, tmp_path):
     assert any("BILLED_AFTER_EXIT" in line for line in steps[2].lines)
     assert any("SCALE_TO_ZERO_LATE" in line for line in steps[2].lines)
     assert any("RATE_MISMATCH" in line for line in steps[3].lines)  # the H100 plan not applied
-    # the per-kind lines: seconds as a reader takes them, the last stop in UTC ISO (0.10.5)
+    # the per-kind lines: seconds as a reader takes them, the last stop in UTC ISO
     kinds = [line for line in steps[3].lines if not line.startswith("FAIL")]
     assert kinds and not any(re.search(r"\d\.\d*0 s\b", line) for line in kinds), kinds
     assert re.search(r"last compute stop \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", kinds[0]), kinds[0]
@@ -126,8 +126,8 @@ def test_check_names_what_fails_and_passes_a_clean_day(sim_run, tmp_path):
     assert [s.passed for s in run_checks(con, DAY)] == [True, True, True, True]
     r = CliRunner().invoke(app, ["check", "--day", "2026-06-01", "--db", str(tmp_path / "clean.duckdb")])
     assert r.exit_code == 0 and r.output.count("PASS") == 4
-    # the same work with no bill line: the day's bill has not landed, and step 4 says so (until
-    # 0.10.6 it passed, its own line reading "billed $0.00 vs formula $0.86")
+    # the same work with no bill line: the day's bill has not landed, and step 4 says so (it
+    # must not pass with its own line reading "billed $0.00 vs formula $0.86")
     w = World(tmp_path / "unbilled")
     w.node("n1", "pod1", t("10:00"), t("10:02"))
     w.pod("job-a", "n1", t("10:03"), t("10:05"), t("11:00"))
@@ -155,8 +155,8 @@ def test_check_names_what_fails_and_passes_a_clean_day(sim_run, tmp_path):
 
 
 def test_check_counts_the_gpu_nodes_up_on_the_day(tmp_path):
-    """Step 1 counts the GPU nodes up during the day and the most GPUs up at once. Until 0.10.6
-    it counted every node registered before the day's end, gone or not."""
+    """Step 1 counts the GPU nodes up during the day and the most GPUs up at once, not every
+    node registered before the day's end, gone or not."""
     w = World(tmp_path)
     w.node("gone", "pod0", t("01:00"), t("01:02"), removed=t("05:00"), gpus=4)  # day 1 only
     w.node("n1", "pod1", t("10:00", 1), t("10:02", 1), removed=t("12:00", 1), gpus=2)

@@ -33,7 +33,7 @@ class BadRecord(ValueError):
 def _is_collector_state(doc: dict) -> bool:
     """The Kubernetes collector's resume state (connectors/kubernetes/landing.py `State.save`),
     which it keeps inside the landing area it hands the daily run: <landing>/k8s/state/<cluster>.json
-    with exactly these keys. Until 0.10.8 every run quarantined it as unrecognised."""
+    with exactly these keys. It is recognised so that a run does not quarantine it as unknown."""
     return (set(doc) == {"version", "cluster", "savedAt", "resources"}
             and isinstance(doc["resources"], dict)
             and all(isinstance(v, dict) and "resourceVersion" in v for v in doc["resources"].values()))
@@ -67,7 +67,7 @@ def _runpod_volume(x) -> bool:
             and ("dataCenterId" in x or "dataCenter" in x))
 
 
-# a bare JSON array of inventory objects (v1 responses were arrays), by what its items are
+# a bare JSON array of inventory objects (v1 responses are arrays), by what its items are
 BARE_INVENTORY = (("pods", _runpod_pod), ("serverless", _runpod_endpoint),
                   ("network_volumes", _runpod_volume))
 

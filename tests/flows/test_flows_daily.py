@@ -88,9 +88,9 @@ def test_summary_artifact_equals_the_marts(daily_run, artifacts_of):
 
 
 def test_daily_flow_writes_the_days_finance_csvs(daily_run, tmp_path):
-    """The flow writes the day's costs and findings CSVs once its gate passed (until 0.10.5 the
-    README said it exported and it did not): the same bytes as `recon export --day`, and the
-    costs tie to the day's bill."""
+    """The flow writes the day's costs and findings CSVs once its gate passed (as the README
+    says it does): the same bytes as `recon export --day`, and the costs tie to the day's
+    bill."""
     import csv
 
     from typer.testing import CliRunner

@@ -1,6 +1,6 @@
 """A task carries a concurrency tag only when that tag's limit exists (flows/common.py): Prefect
 asks its API for a slot of every tag a task run carries, and on a SQLite-backed server that
-write costs ~1.7 s whenever it meets the server's own writes (bench/README.md, session 18)."""
+write costs ~1.7 s whenever it meets the server's own writes (bench/README.md)."""
 
 from __future__ import annotations
 

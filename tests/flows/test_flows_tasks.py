@@ -184,8 +184,9 @@ def test_markdown_escapes_cells():
 
 
 def test_markdown_renders_no_markup_from_data():
-    """The summary artifact rendered `<img>`/`<svg>` from pod and namespace names (only `|` and
-    newlines were escaped): HTML from data is shown as text, and so is a markdown link."""
+    """The summary artifact renders no `<img>`/`<svg>` from pod and namespace names (escaping
+    only `|` and newlines is not enough): HTML from data is shown as text, and so is a markdown
+    link."""
     from decimal import Decimal
 
     from flows.daily_reconciliation import render_markdown
@@ -233,7 +234,7 @@ def test_collect_kubernetes_lists_a_cluster_from_a_kubeconfig(tmp_path):
     assert list(snap["clusters"]) == ["c1"]
     assert snap["clusters"]["c1"]["pods"]["written"] >= 1 and any(
         "trainer-0" in p.read_text() for p in (tmp_path / "landing").rglob("*") if p.is_file())
-    # a resource whose list gives up fails the task, naming it (it passed until 0.10.6)
+    # a resource whose list gives up fails the task, naming it (its data is missing)
     with FakeKubeAPI() as fake:
         fake.create("pods", make_pod("trainer-1", "ml"))
         fake.fail_next(100, status=500, path_prefix="/api/v1/nodes")
@@ -289,8 +290,8 @@ def test_the_build_prefetches_gx_when_a_gate_follows(tmp_path, monkeypatch, vali
 
 def test_the_daily_steps_rebuild_the_trailing_days_a_restatement_changes(monkeypatch, tmp_path):
     """The daily run pulls the trailing days again because Runpod restates recent buckets; a
-    restated bucket must reach its own day's marts and CSVs, not only staging. Until 0.10.8
-    only `day` was rebuilt: 2026-06-01 kept its first bill after the restatement was pulled."""
+    restated bucket must reach its own day's marts and CSVs, not only staging: were only `day`
+    rebuilt, 2026-06-01 would keep its first bill after the restatement was pulled."""
     import csv
     import functools
     from decimal import Decimal

@@ -63,8 +63,9 @@ def test_provider_tasks_carry_the_concurrency_tag():
 
 def test_recon_serve_runs_the_daily_flow_with_the_deployments_parameters(monkeypatch):
     """`recon serve` serves the daily flow with what prefect.yaml's deployment sets for the
-    finance CSVs and the collector's open hour (until 0.10.5 it passed only the landing area and
-    the warehouse: no CSVs, and a half-written hour landed), and the CLI's options reach it."""
+    finance CSVs and the collector's open hour (with only the landing area and the warehouse
+    there would be no CSVs, and a half-written hour would land), and the CLI's options reach
+    it."""
     from typer.testing import CliRunner
 
     import flows.daily_reconciliation as daily

@@ -29,8 +29,8 @@ def test_collect_once_cli(fake, tmp_path):
 
 
 def test_collect_once_fails_when_a_list_gives_up_and_says_why(fake, tmp_path, caplog):
-    """Until 0.10.6 `recon collect --once` exited 0 when lists gave up (nothing landed for
-    them), and the final error did not say why (the retries log at WARNING)."""
+    """`recon collect --once` exits non-zero when lists give up (nothing landed for them), and
+    its final error says why: the retries log only at WARNING."""
     fake.create("pods", {"metadata": {"name": "a", "namespace": "ml"}, "spec": {}, "status": {}})
     fake.create("nodes", {"metadata": {"name": "n1"}, "spec": {}, "status": {}})
     kc = fake.write_kubeconfig(tmp_path / "kc", "dev")
@@ -72,8 +72,9 @@ def test_collect_with_a_broken_kubeconfig_is_a_clear_error(tmp_path):
 
 
 def test_collect_once_fails_when_rows_cannot_be_landed(fake, tmp_path, monkeypatch):
-    """Until 0.10.8 a worker's exception in once mode (disk full, read-only volume) counted
-    only `errors`: `recon collect --once` (and the flow's task) passed with pods half landed."""
+    """A worker's exception in once mode (disk full, read-only volume) fails `recon collect
+    --once` (and the flow's task): counted only in `errors`, they would pass with pods half
+    landed."""
     for i in range(6):
         fake.create("pods", {"metadata": {"name": f"p{i}", "namespace": "ml"}, "spec": {}})
     fake.create("nodes", {"metadata": {"name": "n1"}, "spec": {}, "status": {}})
@@ -126,8 +127,8 @@ def _kubeconfig(**change) -> str:
 ], ids=["unknown-context", "bad-base64-key", "not-a-mapping", "a-list", "context-not-a-mapping",
         "two-contexts-one-name"])
 def test_common_kubeconfig_mistakes_are_a_clear_error(tmp_path, text, extra, message):
-    """Until 0.10.8 these ended in a traceback (exit 1): the configurations were only loaded
-    inside the collector, and ValueError/TypeError were not caught."""
+    """These are a clear error, not a traceback (exit 1): the configurations are loaded before
+    the collector starts, where their ValueError/TypeError is caught."""
     kc = tmp_path / "kc"
     kc.write_text(text)
     r = CliRunner().invoke(app, ["collect", "--landing", str(tmp_path / "l"), "--kubeconfig",

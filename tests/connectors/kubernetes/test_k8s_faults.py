@@ -199,8 +199,8 @@ def test_saved_version_ahead_of_the_server_relists(fake, landing, cluster):
 
 
 def test_disk_full_inside_a_row_loses_no_version(fake, landing, cluster, monkeypatch):
-    """Until 0.10.8 the replayed row was appended to the fragment of the failed write: the
-    daily reader quarantined the glued line and the state moved past it (a version lost)."""
+    """The replayed row is not appended to the fragment of the failed write: the daily reader
+    would quarantine the glued line while the state moved past it (a version lost)."""
     _pods(fake, 1)
     disk = DiskFullOS()
     monkeypatch.setattr(landing_mod, "os", disk)
@@ -233,8 +233,9 @@ def _close_watches_at_once(fake):
 
 
 def test_watches_closed_at_once_back_off(fake, tmp_path):
-    """Until 0.10.8 the collector re-watched at once, hundreds of times a second, saving its
-    state file each time (client-go backs off a watch that lasted < 1 s with no events)."""
+    """A watch that closes at once is not reopened at once (that would be hundreds of times a
+    second, saving the state file each time): like client-go, the collector backs off a watch
+    that lasted < 1 s with no events."""
     _pods(fake, 1)
     _close_watches_at_once(fake)
     cluster = ClusterConfig(kubeconfig=str(fake.write_kubeconfig(tmp_path / "kc", "c1")),
@@ -252,8 +253,8 @@ def test_watches_closed_at_once_back_off(fake, tmp_path):
 
 
 def test_quiet_watches_do_not_rewrite_the_state(fake, landing, cluster):
-    """Bookmarks and watch ends that carry no new resourceVersion saved (and fsynced) the same
-    state again until 0.10.8."""
+    """Bookmarks and watch ends that carry no new resourceVersion do not save (and fsync) the
+    same state again."""
     _pods(fake, 1)
     options = replace(FAST, watch_timeout_seconds=1, watch_read_margin_seconds=0.5)
     with RunningCollector(landing, [cluster], ["pods"], options) as run:

@@ -106,8 +106,8 @@ def test_never_appends_to_an_existing_file(tmp_path):
 def test_a_row_cut_short_by_a_full_disk_is_not_glued_to_its_retry(
     tmp_path, monkeypatch, truncate_fails
 ):
-    """Until 0.10.8 the fragment stayed in the open file and the retried row was appended to
-    it: one garbled line, quarantined by the daily reader, and that version lost."""
+    """The fragment does not stay in the open file: the retried row appended to it would make
+    one garbled line, quarantined by the daily reader, and that version lost."""
     disk = DiskFullOS(truncate_fails)
     monkeypatch.setattr(landing_mod, "os", disk)
     writer = LandingWriter(tmp_path, "c1", "pods", fsync=False)
