@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC
 
 from .report import seconds_text as _secs
+from .sqlfiles import query
 
 
 @dataclass
@@ -17,10 +18,7 @@ class Step:
 
 
 def _findings(con, day, *codes):
-    q = ", ".join("?" for _ in codes)
-    return con.execute(f"select code, resource_id, message from marts.findings "
-                       f"where day = ? and code in ({q}) order by amount_at_stake desc",
-                       [day, *codes]).fetchall()
+    return con.execute(query("check__findings"), [day, list(codes)]).fetchall()
 
 
 def run_checks(con, day) -> list[Step]:
@@ -29,19 +27,7 @@ def run_checks(con, day) -> list[Step]:
     # removed before its start), and the most GPUs up at one instant. A node registered before
     # the day's end but gone before its start is not counted: it was not up (on the demo's
     # second day 7 nodes with 10 GPUs are up, 11 nodes with 15 GPUs registered).
-    nodes = con.execute("""
-        with n as (
-            select cluster, node_uid, max(gpu_capacity) as gpus, min(created_at) as up,
-                   case when bool_or(event_type = 'DELETED')
-                        then coalesce(min(deletion_at), max(created_at)) end as down
-            from staging.stg_k8s__nodes where created_at < ?::date + 1 group by all),
-        d as (select * from n where gpus > 0 and (down is null or down > ?::date)),
-        pts as (select greatest(up, ?::date::timestamptz) as t from d)
-        select (select count(*) from d), (select coalesce(sum(gpus), 0) from d),
-               (select coalesce(max(s), 0) from (
-                   select sum(d.gpus) as s from pts join d on d.up <= pts.t
-                   and (d.down is null or d.down > pts.t) group by pts.t))""",
-                        [day, day, day]).fetchone()
+    nodes = con.execute(query("check__gpu_nodes"), [day, day, day]).fetchone()
     pend = _findings(con, day, "UNSCHEDULABLE_GPU")
     s = Step("1. GPU capacity: nodes exposing nvidia.com/gpu, pods left Pending", not pend,
              [(f"{nodes[0]} GPU node(s) up during the day, {nodes[1]} nvidia.com/gpu between "
@@ -50,10 +36,7 @@ def run_checks(con, day) -> list[Step]:
     steps.append(s)
 
     slow = _findings(con, day, "STARTUP_BUDGET_EXCEEDED")
-    n = con.execute("""select count(*), max(epoch(ready_at) - epoch(started_at))
-                       from marts.workload_lifecycle
-                       where gpus > 0 and ready_at is not null and started_at::date = ?""",
-                    [day]).fetchone()
+    n = con.execute(query("check__startup"), [day]).fetchone()
     s = Step("2. Startup probe budget (failureThreshold × periodSeconds) vs observed startup",
              not slow, [f"{n[0]} GPU pod(s) became ready; the slowest took {n[1] or 0:.0f} s"])
     s.lines += [f"FAIL {rid}: {msg}" for _, rid, msg in slow]
@@ -65,11 +48,7 @@ def run_checks(con, day) -> list[Step]:
     s.lines += [f"FAIL {code} {rid}: {msg}" for code, rid, msg in late]
     steps.append(s)
 
-    rows = con.execute("""
-        select resource_kind, count(*), sum(billed_seconds), sum(billed_amount),
-               sum(expected_amount), sum(lingering_storage_seconds), sum(serverless_idle_seconds),
-               max(compute_stopped_at)
-        from marts.resource_day where day = ? group by all order by 1""", [day]).fetchall()
+    rows = con.execute(query("check__resource_kinds"), [day]).fetchall()
     # ACTIVITY_WITHOUT_BILLING: the formula expects money the bill has no line for, so the
     # step fails (otherwise it would pass while its own line reads "billed $51.73 vs formula
     # $54.70")
@@ -77,8 +56,7 @@ def run_checks(con, day) -> list[Step]:
                     "ACTIVITY_WITHOUT_BILLING")
     # a day whose provider bill has not landed cannot tie to it: the step says so, where the
     # missing lines would otherwise pass for an unbilled day or a bill short of the formula
-    awaiting = con.execute("select count(*) from marts.settlement where day = ? and state = "
-                           "'awaiting_bill'", [day]).fetchone()[0]
+    awaiting = con.execute(query("check__awaiting_bill"), [day]).fetchone()[0]
     s = Step("4. Bill = POD_TOTAL (compute_s × rate + disk_s × disk_rate + volume_h × nv_rate) "
              "+ SERVERLESS_TOTAL (billable worker s × worker rate)", not bad and not awaiting)
     for kind, n, secs, billed, expected, linger, idle, stopped in rows:

@@ -10,6 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from .config import Config, load_config
+from .sqlfiles import query
 from .warehouse import build, connect, load_folder, write_config
 
 log = logging.getLogger(__name__)
@@ -71,25 +72,8 @@ OUTSIDE_BILL_CODES = ("SAVINGS_PLAN_UNUSED", "ACTIVITY_WITHOUT_BILLING", "BALANC
 
 
 def _summary_sql() -> str:
-    cols = []
-    for name, cats in SUMMARY_METRICS.items():
-        flt = "" if cats is None else " filter (where category in (" + ", ".join(
-            f"'{c}'" for c in cats) + "))"
-        cols.append(f"coalesce(sum(amount){flt}, 0) as {name}")
-        if cats is None:  # billed seconds: compute only (storage seconds run in parallel)
-            flt = " filter (where category not in ('storage_running', 'storage_lingering', " \
-                  "'network_volume'))"
-        cols.append(f"coalesce(sum(seconds){flt}, 0) as {name}_seconds")
-    outside = ", ".join(f"'{c}'" for c in OUTSIDE_BILL_CODES)
-    return f"""
-with seg as (select day, {", ".join(cols)} from marts.billed_segments group by day),
-f as (select day, count(*) as findings, sum(amount_at_stake) as at_stake,
-             sum(amount_at_stake) filter (where code in ({outside})) as at_stake_outside_bill
-      from marts.findings group by day)
-select * exclude (findings, at_stake, at_stake_outside_bill), coalesce(findings, 0) as findings,
-       coalesce(at_stake, 0) as at_stake, coalesce(at_stake_outside_bill, 0) as at_stake_outside_bill
-from seg full join f using (day) order by day
-"""
+    """sql/queries/pipeline__summary.sql: its columns are SUMMARY_METRICS' (a test holds them)."""
+    return query("pipeline__summary")
 
 
 def summarise(con) -> list[dict]:

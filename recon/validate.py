@@ -1,8 +1,8 @@
 """Data-quality gate: the Great Expectations suites of `expectations/*.json`, run on the warehouse.
 
 Each suite file is a GX 1.x ExpectationSuite (`name`, `expectations: [{type, kwargs, meta}]`) whose
-`meta` says what to validate: `table` (a DuckDB table) or `query` (SQL, a string or a list of
-lines: the tie-outs), and `row_key` (the columns that name a row in failure messages). Every
+`meta` says what to validate: `table` (a DuckDB table), `query_file` (a SELECT of sql/queries/:
+the tie-outs) or `query` (SQL text), and `row_key` (the columns that name a row in failure messages). Every
 expectation carries `meta.severity`: `critical` (the run is not fit to publish) or `warning`.
 
 GX runs on pandas DataFrames read from DuckDB (`con.sql(q).df()`), never through SQLAlchemy:

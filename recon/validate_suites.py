@@ -12,6 +12,8 @@ from pathlib import Path
 
 import duckdb
 
+from .sqlfiles import query as sql_query
+
 SUITE_DIR = Path(__file__).resolve().parent.parent / "expectations"
 SEVERITIES = ("critical", "warning")
 SCOPES = ("file", "day")  # meta.scope.by
@@ -97,10 +99,14 @@ def load_suites(suite_dir: str | Path | None = None, names=None) -> list[Suite]:
         if names is not None and name not in names:
             continue
         query = meta.get("query")
-        if isinstance(query, list):
-            query = "\n".join(query)
-        if bool(query) == bool(meta.get("table")):
-            raise ValueError(f"{where}: meta needs exactly one of 'table' or 'query'")
+        if bool(query) + bool(meta.get("query_file")) + bool(meta.get("table")) != 1:
+            raise ValueError(f"{where}: meta needs exactly one of 'table', 'query_file' or 'query'")
+        if meta.get("query_file"):  # a file of sql/queries/, named with its .sql
+            file = meta["query_file"]
+            if not file.endswith(".sql") or "/" in file:
+                raise ValueError(f"{where}: meta.query_file names a file of sql/queries/, "
+                                 f"such as tieout__billed_seconds.sql; is {file!r}")
+            query = sql_query(file.removesuffix(".sql"))
         exps = doc.get("expectations") or []
         seen = set()
         for i, e in enumerate(exps):

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from .sqlfiles import query
 from .warehouse import require_built
 
 
@@ -49,46 +50,6 @@ class WhatIf(list):
     within today's expected tail."""
 
     not_scaled_down: int = 0
-
-
-TAIL_SQL = """
-with m as (
-    select m.*, epoch_ms(m.end_at) - epoch_ms(m.last_finished_at) as tail_ms
-    from intermediate.int_resource__tail_model m
-    where cast(date_trunc('day', m.last_finished_at) as date) between ? and ?
-),
-last_pod as (
-    select m.session_id, arg_max(coalesce(w.team, '__unallocated__'), w.pod_name) as team,
-           arg_max(w.namespace, w.pod_name) as namespace, arg_max(w.workload, w.pod_name) as workload
-    from m join intermediate.int_resource__workloads w
-      on w.resource_id = m.resource_id and w.window_end_at = m.last_finished_at
-    group by m.session_id
-),
-amounts as (
-    select g.session_id, sum(g.amount_usd) as tail_usd, sum(g.ms) as tail_billed_ms
-    from intermediate.int_resource__instance_segments g
-    where g.category = 'tail' group by g.session_id
-)
-select l.team, l.namespace, l.workload, m.resource_id, m.scaler, m.tail_ms, m.allowed_seconds,
-       m.cooldown_seconds, m.stabilization_seconds, m.grace_seconds, a.tail_usd, a.tail_billed_ms,
-       r.compute_rate_per_hour
-from m join last_pod l using (session_id)
-left join amounts a using (session_id)
-left join intermediate.int_runpod__pod_rates r on r.pod_id = m.resource_id
-order by m.resource_id, m.last_finished_at
-"""
-
-IDLE_SQL = """
-select w.endpoint_id, count(*) as sessions,
-       sum(w.idle_timeout_ms) / 1000.0 as timeout_s,
-       any_value(e.idle_ms) / 1000.0 as idle_s, any_value(e.rate_per_second) as rate
-from intermediate.int_serverless__worker_sessions w
-join (select endpoint_id, sum(idle_ms) as idle_ms, any_value(rate_per_second) as rate_per_second
-      from intermediate.int_serverless__endpoint_days where day between ? and ? group by all) e
-  using (endpoint_id)
-where w.day between ? and ?
-group by w.endpoint_id
-"""
 
 
 def _money(x) -> Decimal:
@@ -115,7 +76,7 @@ def whatif(con, day_from, day_to, cooldown_s: int | None = None, grace_s: int | 
     out = WhatIf()
     if cooldown_s is not None or grace_s is not None or stabilization_s is not None:
         for (team, ns, wl, rid, scaler, tail_ms, allowed_s, cd0, win0, gr0, tail_usd, billed_ms,
-             rate_h) in con.execute(TAIL_SQL, [day_from, day_to]).fetchall():
+             rate_h) in con.execute(query("whatif__tails"), [day_from, day_to]).fetchall():
             tail = Decimal(tail_ms) / 1000
             if tail > allowed_s:
                 out.not_scaled_down += 1
@@ -133,7 +94,7 @@ def whatif(con, day_from, day_to, cooldown_s: int | None = None, grace_s: int | 
                               base_usd - new_usd, base_usd, new_usd))
     if idle_timeout_s is not None:
         for ep, sessions, timeout_s, idle_s, rate in con.execute(
-                IDLE_SQL, [day_from, day_to, day_from, day_to]).fetchall():
+                query("whatif__idle"), [day_from, day_to, day_from, day_to]).fetchall():
             rate = rate or Decimal(0)
             observed_post = Decimal(str(timeout_s))  # the post-request idle the timeout explains
             new_post = Decimal(idle_timeout_s) * sessions

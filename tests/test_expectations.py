@@ -42,6 +42,19 @@ FND, WL = "marts.findings", "marts.workload_lifecycle"
 INSTANCE, SERVERLESS, VOLUME = ("resource_kind = 'instance'", "resource_kind = 'serverless'",
                                 "resource_kind = 'network_volume'")
 QUARANTINE_ROW = "insert into raw.quarantine values ({}, 1, {}, {}, '{{}}')"
+ALLOC, RATES, RESTATED, SETTLE = ("marts.allocation", "marts.rates", "marts.restatements",
+                                  "marts.settlement")
+# a restatement (the simulated fleet has none): a bucket's 1.00 USD pulled again as 1.50 USD
+RESTATEMENT = {"resource_id": "'pod-1'", "bucket_start": "'2026-06-01 00:00:00+00'",
+               "day": "'2026-06-01'", "previous_pulled_at": "'2026-06-01 02:00:00+00'",
+               "pulled_at": "'2026-06-01 05:00:00+00'", "previous_amount": "1.0", "amount": "1.5",
+               "change": "0.5", "source_file": "'bill.json'"}
+
+
+def restatement(**values: str) -> str:
+    """INSERT of RESTATEMENT with `values` (SQL literals) in place of its own."""
+    row = {**RESTATEMENT, **values}
+    return f"insert into {RESTATED} ({', '.join(row)}) values ({', '.join(row.values())})"
 
 
 def raw_keys(table: str) -> dict:
@@ -203,6 +216,54 @@ CASES = {
         f"{BETWEEN}(restarts)": set_(WL, "restarts = -1"),
         f"{BETWEEN}(startup_budget_seconds)": set_(WL, "startup_budget_seconds = -1"),
     },
+    ALLOC: {
+        f"{NN}(day)": null(ALLOC, "day"),
+        f"{NN}(team)": null(ALLOC, "team"),
+        f"{NN}(namespace)": null(ALLOC, "namespace"),
+        f"{NN}(workload)": null(ALLOC, "workload"),
+        f"{NN}(resource_id)": null(ALLOC, "resource_id"),
+        f"{COMPOUND}(day, team, namespace, workload, resource_id, category)": dup(ALLOC),
+        f"{NN}(category)": null(ALLOC, "category"),
+        f"{IN_SET}(category)": set_(ALLOC, "category = 'gpu'"),
+        f"{NN}(amount)": null(ALLOC, "amount"),
+        f"{BETWEEN}(seconds)": set_(ALLOC, "seconds = -1"),
+    },
+    RATES: {
+        f"{NN}(resource_id)": null(RATES, "resource_id"),
+        f"{NN}(day)": null(RATES, "day"),
+        f"{COMPOUND}(resource_id, day)": dup(RATES),
+        f"{NN}(compute_amount)": null(RATES, "compute_amount"),
+        f"{NN}(compute_seconds)": null(RATES, "compute_seconds"),
+        f"{BETWEEN}(compute_seconds)": set_(RATES, "compute_seconds = -1"),
+        f"{BETWEEN}(charged_rate_per_hour)": set_(RATES, "charged_rate_per_hour = 0"),
+        f"{BETWEEN}(contracted_rate_per_hour)": set_(RATES, "contracted_rate_per_hour = -1"),
+        f"{IN_SET}(charged_rate_source)": set_(RATES, "charged_rate_source = 'guess'"),
+        f"{BETWEEN}(gpu_count)": set_(RATES, "gpu_count = -1"),
+    },
+    RESTATED: {
+        f"{NN}(resource_id)": restatement(resource_id="null"),
+        f"{NN}(bucket_start)": restatement(bucket_start="null"),
+        f"{NN}(pulled_at)": (restatement(pulled_at="null"),
+                             {f"{GT}(pulled_at, previous_pulled_at)"}),  # a missing value fails it
+        f"{COMPOUND}(resource_id, bucket_start, pulled_at)": [restatement(), restatement()],
+        f"{NN}(day)": restatement(day="null"),
+        f"{NN}(amount)": restatement(amount="null"),
+        f"{NN}(previous_amount)": restatement(previous_amount="null"),
+        f"{GT}(pulled_at, previous_pulled_at)": restatement(previous_pulled_at="'2026-06-01 05:00:00+00'"),
+        f"{NN}(source_file)": restatement(source_file="null"),
+    },
+    SETTLE: {
+        f"{NN}(resource_id)": null(SETTLE, "resource_id"),
+        f"{NN}(day)": null(SETTLE, "day"),
+        f"{COMPOUND}(resource_id, day)": dup(SETTLE),
+        f"{NN}(state)": null(SETTLE, "state"),
+        f"{IN_SET}(state)": set_(SETTLE, "state = 'paid'"),
+        f"{IN_SET}(resource_kind)": set_(SETTLE, "resource_kind = 'gpu'"),
+        f"{NN}(amount)": null(SETTLE, "amount"),
+        f"{BETWEEN}(buckets)": set_(SETTLE, "buckets = -1, provisional_buckets = -1, restated_buckets = -1"),
+        f"{GT}(buckets, provisional_buckets)": set_(SETTLE, "provisional_buckets = buckets + 1"),
+        f"{GT}(buckets, restated_buckets)": set_(SETTLE, "restated_buckets = buckets + 1"),
+    },
     "tieout.billed_seconds": {
         f"{BETWEEN}(difference)": set_(SEG, "seconds = seconds + 1", "category = 'busy'"),
         f"{BETWEEN}(amount_difference)": set_(RD, "billed_amount = billed_amount + 0.01"),
@@ -289,6 +350,28 @@ def test_each_expectation_can_fail(wh, gx_session, suite, label):
     row_key = next(s.row_key for s in SUITES if s.name == suite)
     if hit.unexpected_count:  # a row-level failure names the rows by their key
         assert f"{row_key[0]}=" in hit.message, hit.message
+
+
+SEVERITY = {(s.name, s.label(e)): e["meta"]["severity"] for s in SUITES for e in s.expectations}
+MART_CRITICAL = [(s, label) for s, label in CASE_IDS
+                 if s in (ALLOC, RATES, RESTATED, SETTLE) and SEVERITY[s, label] == "critical"]
+
+
+@pytest.mark.parametrize(("suite", "label"), MART_CRITICAL, ids=[f"{s}:{lbl}" for s, lbl in MART_CRITICAL])
+def test_a_broken_mart_fails_the_gate(wh, gx_session, suite, label):
+    """A duplicate key, a missing key or amount, an unknown settlement state in a copy of the
+    warehouse fails the whole gate (every suite run, as a run runs them), not only a warning."""
+    case = CASES[suite][label]
+    sql = case[0] if isinstance(case, tuple) else case
+    wh.execute("begin transaction")
+    try:
+        for stmt in [sql] if isinstance(sql, str) else sql:
+            wh.execute(stmt)
+        report = validate(wh, "t", session=gx_session, write=False)
+    finally:
+        wh.execute("rollback")
+    assert not report.success
+    assert {(f.suite, *labels([f])) for f in report.critical_failures} == {(suite, label)}
 
 
 def test_bad_suite_and_missing_table_are_reported(wh, gx_session, tmp_path):

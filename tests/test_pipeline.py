@@ -109,6 +109,31 @@ def test_demo_summary_matches_ground_truth(tmp_path):
     assert db.exists() and "recon query" in r.output
 
 
+def test_the_summary_query_sums_each_metric_over_its_categories():
+    """sql/queries/pipeline__summary.sql spells out SUMMARY_METRICS: one amount and one seconds
+    column per metric, over exactly its categories, and OUTSIDE_BILL_CODES for the money at
+    stake outside the bill."""
+    from recon.pipeline import OUTSIDE_BILL_CODES, SUMMARY_METRICS, _summary_sql
+
+    sql = " ".join(_summary_sql().split())
+
+    def quoted(values):
+        return ", ".join(f"'{v}'" for v in values)
+
+    for name, cats in SUMMARY_METRICS.items():
+        if cats is None:
+            assert f"coalesce(sum(amount), 0) as {name}," in sql
+            assert ("coalesce(sum(seconds) filter (where category not in ('storage_running', "
+                    f"'storage_lingering', 'network_volume')), 0) as {name}_seconds,") in sql
+            continue
+        cond = f"filter (where category in ({quoted(cats)})), 0)"
+        assert f"coalesce(sum(amount) {cond} as {name}," in sql, name
+        assert f"coalesce(sum(seconds) {cond} as {name}_seconds" in sql, name
+    assert f"filter (where code in ({quoted(OUTSIDE_BILL_CODES)})) as at_stake_outside_bill" in sql
+    columns = re.findall(r"\) as ([a-z_]+)", sql.split("from segments")[0])
+    assert columns == [c for m in SUMMARY_METRICS for c in (m, f"{m}_seconds")]
+
+
 def test_the_summary_rows_add_up_to_the_bill(sim_run):
     """Every category of marts.billed_segments has exactly one summary row, so the rows under
     `billed` add up to it: exactly before rounding, within half a cent a row after. Serverless

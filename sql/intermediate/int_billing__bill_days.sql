@@ -9,16 +9,28 @@
 -- not the day. A day with lifecycle data and no row here, or with `bill_landed` false, is
 -- `awaiting_bill` in marts.settlement; on a day whose bill landed, a resource the bill has no
 -- line for is `estimated` (and ACTIVITY_WITHOUT_BILLING).
-with lines as (
+with bill_lines as (
+    select * from staging.stg_runpod__bill_lines
+),
+
+account_billing as (
+    select * from staging.stg_runpod__account_billing
+),
+
+charges as (
+    select * from staging.stg_focus__charges
+),
+
+lines as (
     select cast(date_trunc('day', bucket_start) as date) as day, pulled_at
-    from staging.stg_runpod__bill_lines
+    from bill_lines
     where bucket_start is not null
     union all
     select cast(date_trunc('day', bucket_start) as date), pulled_at
-    from staging.stg_runpod__account_billing
+    from account_billing
     union all
     select cast(date_trunc('day', charge_start) as date), null::timestamptz
-    from staging.stg_focus__charges
+    from charges
     where charge_start is not null
 ),
 

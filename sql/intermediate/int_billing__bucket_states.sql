@@ -2,9 +2,13 @@
 -- every pull of it is a version; the bucket is `restated` when a later pull changed its amount,
 -- `provisional` when the latest pull came before the bucket ended + settlement_lag_hours (or
 -- while it was still in progress), else `settled`. Saved files with no pull time are `settled`.
-with lines as (
+with bill_lines as (
+    select * from staging.stg_runpod__bill_lines
+),
+
+lines as (
     select resource_kind, resource_id, start_time as bucket_start, bucket_end, total_amount as amount, pulled_at
-    from staging.stg_runpod__bill_lines
+    from bill_lines
     where source in ('v2_pods', 'v2_serverless', 'v2_network_volumes')
 ),
 

@@ -2,12 +2,20 @@
 -- Runpod v2/v1 pod billing and FOCUS usage rows (Compute → compute, anything else on the
 -- resource → storage/disk). FOCUS Purchase/Credit/Adjustment/Tax rows are not usage of a
 -- resource second; they stay in staging.stg_focus__charges for the account tie-out.
-with runpod as (
+with pod_billing as (
+    select * from staging.stg_runpod__pod_billing
+),
+
+charges as (
+    select * from staging.stg_focus__charges
+),
+
+runpod as (
     select pod_id, bucket_start, bucket_end, compute_amount_usd, disk_amount_usd, total_amount_usd,
            compute_seconds_billed, disk_gb_billed, source_format,
            cast(null as decimal(38, 12)) as line_rate_per_hour,
            source_file, record_no
-    from staging.stg_runpod__pod_billing
+    from pod_billing
 ),
 
 focus as (
@@ -27,7 +35,7 @@ focus as (
             filter (where service_category = 'Compute') as line_rate_per_hour,
         min(source_file) as source_file,
         min(record_no) as record_no
-    from staging.stg_focus__charges
+    from charges
     where charge_category = 'Usage' and resource_key is not null
     group by resource_key, charge_start, charge_end
 ),

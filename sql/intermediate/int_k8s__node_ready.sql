@@ -1,6 +1,14 @@
 -- grain: one row per Node object (cluster, node_uid) with the resource it maps to and when it
 -- first became Ready, and when it was removed (a watch DELETED; its deletionTimestamp).
-with final as (
+with nodes as (
+    select * from staging.stg_k8s__nodes
+),
+
+node_resources as (
+    select * from intermediate.int_k8s__node_resources
+),
+
+final as (
     select
         n.cluster,
         n.node_uid,
@@ -11,8 +19,8 @@ with final as (
             as ready_at,
         case when bool_or(n.event_type = 'DELETED')
              then coalesce(min(n.deletion_at), max(n.created_at)) end as removed_at
-    from staging.stg_k8s__nodes n
-    join intermediate.int_k8s__node_resources r using (cluster, node_name)
+    from nodes n
+    join node_resources r using (cluster, node_name)
     group by all
 )
 

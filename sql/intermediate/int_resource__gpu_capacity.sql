@@ -1,9 +1,17 @@
 -- grain: one row per billed resource with Kubernetes nodes: the GPUs its node exposes
 -- (status.capacity nvidia.com/gpu, the largest seen), the denominator of GPU shares.
-with final as (
+with nodes as (
+    select * from staging.stg_k8s__nodes
+),
+
+node_resources as (
+    select * from intermediate.int_k8s__node_resources
+),
+
+final as (
     select r.resource_id, max(n.gpu_capacity) as gpus
-    from staging.stg_k8s__nodes n
-    join intermediate.int_k8s__node_resources r using (cluster, node_name)
+    from nodes n
+    join node_resources r using (cluster, node_name)
     group by all
 )
 

@@ -4,14 +4,24 @@
 -- rate card (pod_per_hour, then gpu_per_hour × gpu count). NULL means: say which rate is missing.
 -- Disk: USD per month of the pod's disk while running (volume + container disk at the running
 -- rate) and while stopped (the volume alone at the stopped rate; container disk is not billed).
-with billed_pods as (
-    select pod_id from intermediate.int_billing__instance_lines
+with instance_lines as (
+    select * from intermediate.int_billing__instance_lines
+),
+
+node_resources as (
+    select * from intermediate.int_k8s__node_resources
+),
+
+-- read twice below, so named there directly (staging.stg_runpod__pods and config.rates):
+-- DuckDB would materialise an import CTE read twice
+billed_pods as (
+    select pod_id from instance_lines
     union
     select pod_id from staging.stg_runpod__pods
     union
     -- a node's pod known from the lifecycle only (its bill not landed, no inventory snapshot):
     -- the rate card still prices its work (marts.settlement, ACTIVITY_WITHOUT_BILLING)
-    select resource_id from intermediate.int_k8s__node_resources where resource_id is not null
+    select resource_id from node_resources where resource_id is not null
 ),
 
 snapshots as (

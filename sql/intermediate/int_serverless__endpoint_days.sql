@@ -2,7 +2,19 @@
 -- per-second rate, derived) split into cold_start, execution, idle and rounding.
 -- Idle is what remains of the billed time once cold start, execution and rounding are taken out;
 -- it is only claimed when job/worker observations exist that day, otherwise the day is unobserved.
-with billed as (
+with serverless_billing as (
+    select * from staging.stg_runpod__serverless_billing
+),
+
+rates as (
+    select * from config.rates
+),
+
+worker_sessions as (
+    select * from intermediate.int_serverless__worker_sessions
+),
+
+billed as (
     select
         b.endpoint_id,
         cast(date_trunc('day', b.bucket_start) as date) as day,
@@ -11,8 +23,8 @@ with billed as (
         any_value(r.usd) as rate_per_second,
         sum(case when r.usd > 0 then cast(round(b.worker_amount_usd * 1000 / r.usd) as bigint) end) as billed_ms,
         max(b.bucket_end) as last_bucket_end
-    from staging.stg_runpod__serverless_billing b
-    left join config.rates r on r.rate_kind = 'serverless_per_second' and r.match_key = b.endpoint_id
+    from serverless_billing b
+    left join rates r on r.rate_kind = 'serverless_per_second' and r.match_key = b.endpoint_id
     group by all
 ),
 
@@ -22,7 +34,7 @@ observed as (
            sum(rounding_est_ms) as rounding_ms, count(*) as worker_sessions,
            sum(idle_timeout_ms) as timeout_ms,
            max(last_done_ms) as last_done_ms
-    from intermediate.int_serverless__worker_sessions
+    from worker_sessions
     group by all
 ),
 

@@ -21,12 +21,34 @@
 -- A pod without a team label counts as `__unallocated__`.
 -- Every piece belongs to one (resource, day): each source is cut to the run's days first (a
 -- windowed run's segments reach back over whole compute islands; the marts hold every day).
-with days as (
+with instance_segments as (
+    select * from intermediate.int_resource__instance_segments
+),
+
+workloads as (
+    select * from intermediate.int_resource__workloads
+),
+
+gpu_capacity as (
+    select * from intermediate.int_resource__gpu_capacity
+),
+
+network_volume_buckets as (
+    select * from intermediate.int_storage__network_volume_buckets
+),
+
+resource_day as (
+    select * from marts.resource_day
+),
+
+-- read twice below, so named there directly (marts.billed_segments): DuckDB would
+-- materialise an import CTE read twice
+days as (
     select cfg('day_from')::date as lo, cfg('day_to')::date as hi
 ),
 
 segments as (
-    select g.* from intermediate.int_resource__instance_segments g, days
+    select g.* from instance_segments g, days
     where g.day between days.lo and days.hi
 ),
 
@@ -35,14 +57,14 @@ present as (
            w.team, w.namespace, w.workload, w.gpus,
            sum(w.gpus) over (partition by g.resource_id, g.seg_start) as held
     from segments g
-    join intermediate.int_resource__workloads w
+    join workloads w
       on w.resource_id = g.resource_id and g.category in ('busy', 'startup')
      and w.scheduled_at < g.seg_end and w.window_end_at > g.seg_start
 ),
 
 shares as (
     select p.*, greatest(coalesce(c.gpus, 0), p.held) as total
-    from present p left join intermediate.int_resource__gpu_capacity c using (resource_id)
+    from present p left join gpu_capacity c using (resource_id)
 ),
 
 held_pieces as (
@@ -96,7 +118,7 @@ network_volume_days as (
            sum(lingering_ms) as lingering_ms, sum(attached_ms) as attached_ms,
            sum(cast(total_amount_usd * lingering_ms / bucket_ms as decimal(38, 12))) as lingering_usd,
            sum(cast(total_amount_usd * attached_ms / bucket_ms as decimal(38, 12))) as attached_usd
-    from intermediate.int_storage__network_volume_buckets, days
+    from network_volume_buckets, days
     where bucket_ms > 0 and cast(date_trunc('day', bucket_start) as date) between days.lo and days.hi
     group by all
 ),
@@ -143,7 +165,7 @@ pieces as (
 tie as (
     select b.resource_id, b.day, b.billed - coalesce(sum(p.amount), 0) as residual
     from (select resource_id, day, sum(billed_amount) as billed
-          from marts.resource_day, days where day between days.lo and days.hi
+          from resource_day, days where day between days.lo and days.hi
           group by all) b
     left join pieces p using (resource_id, day)
     group by b.resource_id, b.day, b.billed

@@ -1,10 +1,26 @@
 -- grain: one row per (resource_id, day, category). The compute categories of an instance-day add up
 -- exactly to its billed compute seconds; serverless categories to its billed worker seconds
 -- (DESIGN §3). amount is the bill's own amount allocated by seconds; expected_amount uses the rate.
-with instance as (
+with instance_segments as (
+    select * from intermediate.int_resource__instance_segments
+),
+
+pod_buckets as (
+    select * from intermediate.int_runpod__pod_buckets
+),
+
+endpoint_days as (
+    select * from intermediate.int_serverless__endpoint_days
+),
+
+network_volume_buckets as (
+    select * from intermediate.int_storage__network_volume_buckets
+),
+
+instance as (
     select resource_id, 'instance' as resource_kind, day, category,
            sum(ms) as ms, sum(amount_usd) as amount, sum(expected_usd) as expected_amount
-    from intermediate.int_resource__instance_segments
+    from instance_segments
     group by all
 ),
 
@@ -12,7 +28,7 @@ storage_days as (
     select pod_id as resource_id, cast(date_trunc('day', bucket_start) as date) as day,
            sum(storage_running_ms) as running_ms, sum(storage_lingering_ms) as lingering_ms,
            sum(storage_running_usd) as running_usd, sum(storage_lingering_usd) as lingering_usd
-    from intermediate.int_runpod__pod_buckets
+    from pod_buckets
     where disk_usd <> 0
     group by all
 ),
@@ -35,7 +51,7 @@ serverless_long as (
            unnest(['cold_start', 'execution', 'idle', 'rounding', 'unobserved']) as category,
            unnest([cold_start_ms, execution_ms, idle_ms, rounding_ms, unobserved_ms]) as ms,
            worker_usd, billed_ms, rate_per_second
-    from intermediate.int_serverless__endpoint_days
+    from endpoint_days
     where billed_ms > 0
 ),
 
@@ -62,7 +78,7 @@ network_volume as (
     select volume_id as resource_id, 'network_volume' as resource_kind,
            cast(date_trunc('day', bucket_start) as date) as day, 'network_volume' as category,
            sum(bucket_ms) as ms, sum(total_amount_usd) as amount, sum(total_amount_usd) as expected_amount
-    from intermediate.int_storage__network_volume_buckets
+    from network_volume_buckets
     group by all
 ),
 

@@ -2,10 +2,18 @@
 -- charged = what turned amounts into seconds (inventory cost, else the rate card); contracted =
 -- savings plan in force, else the rate card (expected amounts); learned = the bill's own
 -- amount ÷ billed hours, where the bill gives seconds (v1, FOCUS) — per SKU (GPU type) and day.
-with buckets as (
+with pod_buckets as (
+    select * from intermediate.int_runpod__pod_buckets
+),
+
+pod_rates as (
+    select * from intermediate.int_runpod__pod_rates
+),
+
+buckets as (
     select b.*, r.gpu_type, r.gpu_count
-    from intermediate.int_runpod__pod_buckets b
-    left join intermediate.int_runpod__pod_rates r using (pod_id)
+    from pod_buckets b
+    left join pod_rates r using (pod_id)
     where b.compute_ms > 0
 ),
 

@@ -1,7 +1,33 @@
 -- grain: one row per billed (or active but unbilled) resource per UTC day: the four quantities.
 -- billed_after_exit_seconds is the day's `tail` (compute billed after the last task finished,
 -- per session); it is NULL for serverless (a worker's stop is not observable: see idle) and volumes.
-with instance_bill as (
+with instance_segments as (
+    select * from intermediate.int_resource__instance_segments
+),
+
+compute_sessions as (
+    select * from intermediate.int_resource__compute_sessions
+),
+
+pod_rates as (
+    select * from intermediate.int_runpod__pod_rates
+),
+
+endpoint_days as (
+    select * from intermediate.int_serverless__endpoint_days
+),
+
+network_volume_buckets as (
+    select * from intermediate.int_storage__network_volume_buckets
+),
+
+bucket_states as (
+    select * from intermediate.int_billing__bucket_states
+),
+
+-- read twice below, so named there directly (intermediate.int_runpod__pod_buckets and
+-- intermediate.int_resource__workloads): DuckDB would materialise an import CTE read twice
+instance_bill as (
     select pod_id as resource_id, cast(date_trunc('day', bucket_start) as date) as day,
            sum(compute_ms) as billed_ms, sum(total_amount_usd) as billed_amount,
            sum(storage_lingering_ms) as lingering_ms,
@@ -16,7 +42,7 @@ with instance_bill as (
 segments as (
     select resource_id, day, sum(ms) filter (where category = 'tail') as tail_ms,
            sum(expected_usd) as expected_compute
-    from intermediate.int_resource__instance_segments
+    from instance_segments
     group by all
 ),
 
@@ -38,7 +64,7 @@ finished as (
 stopped as (
     select resource_id, cast(date_trunc('day', end_at - interval 1 millisecond) as date) as day,
            max(end_at) as compute_stopped_at
-    from intermediate.int_resource__compute_sessions
+    from compute_sessions
     group by all
 ),
 
@@ -59,7 +85,7 @@ estimates as (
            cast(any_value(r.compute_rate_per_hour) * (epoch_ms(max(a.b)) - epoch_ms(min(a.a))) / 3600000
                 as decimal(38, 12)) as estimated_usd
     from active a
-    left join intermediate.int_runpod__pod_rates r on r.pod_id = a.resource_id
+    left join pod_rates r on r.pod_id = a.resource_id
     group by a.resource_id, a.day
 ),
 
@@ -97,14 +123,14 @@ serverless as (
            coalesce(billed_ms, 0), last_request_done_at, null::timestamptz, null::bigint,
            0, idle_ms, coalesce(total_usd, 0),
            cast(rate_per_second * billed_ms / 1000 as decimal(38, 12)), true, rate_per_second is null
-    from intermediate.int_serverless__endpoint_days
+    from endpoint_days
 ),
 
 network_volume as (
     select volume_id, 'network_volume', cast(date_trunc('day', bucket_start) as date) as day,
            sum(bucket_ms), null::timestamptz, null::timestamptz, null::bigint,
            sum(lingering_ms), 0, sum(total_amount_usd), sum(total_amount_usd), false, false
-    from intermediate.int_storage__network_volume_buckets
+    from network_volume_buckets
     group by all
 ),
 
@@ -127,7 +153,7 @@ final as (
         rate_missing,
         (select case when bool_or(b.state = 'restated') then 'restated'
                      when bool_or(b.state = 'provisional') then 'provisional' else 'settled' end
-           from intermediate.int_billing__bucket_states b
+           from bucket_states b
           where b.resource_id = unioned.resource_id and b.day = unioned.day) as bill_state
     from unioned
 )

@@ -1,7 +1,11 @@
 -- grain: one row per pull that changed a bill bucket: what it was, what it became, when.
-with lines as (
+with bill_lines as (
+    select * from staging.stg_runpod__bill_lines
+),
+
+lines as (
     select resource_id, start_time as bucket_start, total_amount as amount, pulled_at, source_file
-    from staging.stg_runpod__bill_lines
+    from bill_lines
     where source in ('v2_pods', 'v2_serverless', 'v2_network_volumes') and has_pull_time
 ),
 

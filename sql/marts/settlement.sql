@@ -5,7 +5,19 @@
 -- later pull changed it; see marts.restatements), `settled`. The worst state of a day's buckets
 -- is the day's. `awaiting_bill` is the day's, `estimated` the resource's: a day with any
 -- `awaiting_bill` row is not published (recon/published.py).
-with buckets as (
+with bucket_states as (
+    select * from intermediate.int_billing__bucket_states
+),
+
+resource_day as (
+    select * from marts.resource_day
+),
+
+bill_days as (
+    select * from intermediate.int_billing__bill_days
+),
+
+buckets as (
     select resource_id, resource_kind, day,
            count(*) as buckets,
            count(*) filter (where state = 'provisional') as provisional_buckets,
@@ -14,7 +26,7 @@ with buckets as (
            sum(latest_amount) as latest_amount,
            sum(restated_change) as restated_change,
            max(last_pulled_at) as last_pulled_at
-    from intermediate.int_billing__bucket_states
+    from bucket_states
     group by all
 ),
 
@@ -23,9 +35,9 @@ days as (
            b.buckets, b.provisional_buckets, b.restated_buckets, b.first_pulled_amount,
            b.latest_amount, b.restated_change, b.last_pulled_at,
            coalesce(l.bill_landed, false) as bill_landed
-    from marts.resource_day d
+    from resource_day d
     left join buckets b using (resource_id, day)
-    left join intermediate.int_billing__bill_days l using (day)
+    left join bill_days l using (day)
 ),
 
 final as (

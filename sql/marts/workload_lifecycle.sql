@@ -1,6 +1,14 @@
 -- grain: one row per Kubernetes pod (cluster, pod_uid), GPU or not.
 -- window: key (cluster, pod_uid) where created_at < cfg('day_to')::date + 1 and coalesce(task_finished_at, deleted_at, '2100-01-01'::timestamptz) >= cfg('day_from')::date
-with final as (
+with workloads as (
+    select * from intermediate.int_k8s__workloads
+),
+
+node_resources as (
+    select * from intermediate.int_k8s__node_resources
+),
+
+final as (
     select
         w.cluster, w.pod_uid, w.namespace, w.pod_name, w.workload, w.node_name, r.resource_id, w.team,
         w.gpus, w.created_at, w.scheduled_at, w.started_at, w.ready_at, w.task_finished_at,
@@ -8,8 +16,8 @@ with final as (
         w.startup_period_seconds * w.startup_failure_threshold as startup_budget_seconds,
         w.versions_seen,
         w.lifecycle_source
-    from intermediate.int_k8s__workloads w
-    left join intermediate.int_k8s__node_resources r using (cluster, node_name)
+    from workloads w
+    left join node_resources r using (cluster, node_name)
 )
 
 select * from final order by cluster, created_at, pod_uid

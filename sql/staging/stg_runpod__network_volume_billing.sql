@@ -15,7 +15,7 @@ final as (
     from source
     where try_cast(doc ->> '$.startTime' as timestamptz) is not null
     -- by the bucket's instant, not its spelling: a re-pull may write ...T00:00:00.000Z where the
-    -- first wrote ...T00:00:00Z (until 0.10.8 both were kept and the bucket billed twice)
+    -- first wrote ...T00:00:00Z (keeping both would bill the bucket twice)
     qualify row_number() over (partition by doc ->> '$.networkVolumeId', bucket_start
                                order by try_cast(pulled_at as timestamptz) desc nulls last,
                                         source_file desc, record_no desc) = 1

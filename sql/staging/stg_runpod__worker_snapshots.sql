@@ -1,6 +1,6 @@
 -- grain: one row per worker item of a landed workers snapshot: the fields stg_runpod__workers
--- folds, typed. Each item is parsed once, in the run that lands its file (the fold used to parse
--- every snapshot of history each run: +0.45 s a day of history at 500 nodes, bench/README.md).
+-- folds, typed. Each item is parsed once, in the run that lands its file (a fold parsing every
+-- snapshot of history each run would cost +0.45 s a day of history at 500 nodes, bench/README.md).
 -- endpoint_id: x_recon.endpointId (the connector's); NULL for a response saved as the API
 -- returns it, whose endpoint is only in the URL. path_endpoint_id: then the endpoint the file's
 -- path may name (…/<endpointId>/workers.json, <endpointId>-workers.json, workers_<endpointId>.json);
