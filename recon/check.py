@@ -31,10 +31,8 @@ def run_checks(con, day) -> list[Step]:
     # node(s) expose 15" where 7 with 10 GPUs were up).
     nodes = con.execute("""
         with n as (
-            select cluster, node_uid, max(gpu_capacity) as gpus, min(created_at) as up,
-                   case when bool_or(event_type = 'DELETED')
-                        then coalesce(min(deletion_at), max(created_at)) end as down
-            from staging.stg_k8s__nodes where created_at < ?::date + 1 group by all),
+            select cluster, node_uid, gpu_capacity as gpus, created_at as up, removed_at as down
+            from marts.nodes where created_at < ?::date + 1),
         d as (select * from n where gpus > 0 and (down is null or down > ?::date)),
         pts as (select greatest(up, ?::date::timestamptz) as t from d)
         select (select count(*) from d), (select coalesce(sum(gpus), 0) from d),

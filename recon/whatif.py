@@ -1,6 +1,6 @@
 """`recon whatif`: re-price the observed tails and serverless idle under other settings.
 
-Model (the one BILLED_AFTER_EXIT's expected tail uses: intermediate.int_resource__tail_model).
+Model (the one BILLED_AFTER_EXIT's expected tail uses: marts.compute_sessions).
 A compute session's setting-driven seconds around its last task, by what ended that task:
 * a ScaledJob's Job: the node's scale-down only, min(tail, scale-down delay);
 * a replica KEDA scaled to zero (1 → 0): cooldownPeriod, which ran while the replica lived, +
@@ -54,27 +54,26 @@ class WhatIf(list):
 TAIL_SQL = """
 with m as (
     select m.*, epoch_ms(m.end_at) - epoch_ms(m.last_finished_at) as tail_ms
-    from intermediate.int_resource__tail_model m
+    from marts.compute_sessions m
     where cast(date_trunc('day', m.last_finished_at) as date) between ? and ?
 ),
 last_pod as (
     select m.session_id, arg_max(coalesce(w.team, '__unallocated__'), w.pod_name) as team,
            arg_max(w.namespace, w.pod_name) as namespace, arg_max(w.workload, w.pod_name) as workload
-    from m join intermediate.int_resource__workloads w
+    from m join marts.workloads w
       on w.resource_id = m.resource_id and w.window_end_at = m.last_finished_at
     group by m.session_id
 ),
 amounts as (
     select g.session_id, sum(g.amount_usd) as tail_usd, sum(g.ms) as tail_billed_ms
-    from intermediate.int_resource__instance_segments g
+    from marts.instance_segments g
     where g.category = 'tail' group by g.session_id
 )
 select l.team, l.namespace, l.workload, m.resource_id, m.scaler, m.tail_ms, m.allowed_seconds,
        m.cooldown_seconds, m.stabilization_seconds, m.grace_seconds, a.tail_usd, a.tail_billed_ms,
-       r.compute_rate_per_hour
+       m.compute_rate_per_hour
 from m join last_pod l using (session_id)
 left join amounts a using (session_id)
-left join intermediate.int_runpod__pod_rates r on r.pod_id = m.resource_id
 order by m.resource_id, m.last_finished_at
 """
 
@@ -82,9 +81,9 @@ IDLE_SQL = """
 select w.endpoint_id, count(*) as sessions,
        sum(w.idle_timeout_ms) / 1000.0 as timeout_s,
        any_value(e.idle_ms) / 1000.0 as idle_s, any_value(e.rate_per_second) as rate
-from intermediate.int_serverless__worker_sessions w
+from marts.serverless_worker_sessions w
 join (select endpoint_id, sum(idle_ms) as idle_ms, any_value(rate_per_second) as rate_per_second
-      from intermediate.int_serverless__endpoint_days where day between ? and ? group by all) e
+      from marts.serverless_endpoint_days where day between ? and ? group by all) e
   using (endpoint_id)
 where w.day between ? and ?
 group by w.endpoint_id
