@@ -1,6 +1,6 @@
 """What the flows share: tags, the Runpod API key lookup, the retry rule, day parsing.
 
-Flows only wire library steps together (DESIGN §7); anything that computes lives in `recon/`
+Flows only wire library steps together; anything that computes lives in `recon/`
 or `connectors/`.
 """
 

@@ -13,9 +13,8 @@ folder and renamed into place, so a reader never sees half a file):
 Allocation (how bill money becomes team rows) is `marts.allocation`; its rules are written
 once, in ``sql/marts/allocation.sql``. The costs file aggregates that mart by day, team,
 namespace, workload and category, quantised to the file's scale (the mart's own, 12 decimals:
-its rows already tie to the bill exactly); what quantising would lose (< 1e-6 USD
-per resource-day) is absorbed into that resource-day's largest row so the file ties to
-``marts.resource_day`` exactly.
+its rows already tie to the bill exactly, so quantising changes no digit and the file ties to
+``marts.resource_day`` exactly).
 
 CSV format: UTF-8, header row, ``,`` separated, ``\\n`` line ends; text cells are always
 double-quoted (so ids stay strings), numbers and timestamps never; NULL is an empty unquoted
@@ -33,9 +32,9 @@ import os
 import re
 import tempfile
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from decimal import ROUND_HALF_EVEN, Decimal, localcontext
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 from .warehouse import require_built
@@ -44,7 +43,6 @@ IDLE = "__idle__"
 UNALLOCATED = "__unallocated__"
 MONEY_SCALE = 12
 SECONDS_SCALE = 3
-ABSORB_LIMIT = Decimal("0.000001")
 
 # (name, kind): kind is str | money | seconds | ts | period | date | bool
 COSTS_SPEC = (
@@ -243,34 +241,23 @@ def _q(v: Decimal, scale: int) -> Decimal:
     return v.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_EVEN)
 
 
-def _leftover(rid, kind, day, marker, category, seconds, amount, expected) -> Share:
-    return Share(rid, kind, day, marker, marker, rid, category, seconds, amount, expected)
-
-
 def network_volume_lingering(con, d0: date, d1: date) -> dict[tuple, tuple[Decimal, Decimal]]:
-    """(volume_id, day) → (lingering seconds, lingering USD): each hour's amount × its lingering
-    fraction, in exact decimals (DuckDB would divide in double)."""
+    """(volume_id, day) → (lingering seconds, lingering USD): `marts.network_volume_lingering`
+    (each hour's amount × its lingering fraction, in exact decimals)."""
     require_built(con, d0, d1, "network volume lingering")
-    nv: dict[tuple, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
-    with localcontext() as ctx:
-        ctx.prec = 60
-        for vid, day, amount, lms, bms in con.execute(
-                "select volume_id, cast(date_trunc('day', bucket_start) as date), total_amount_usd, "
-                "lingering_ms, bucket_ms from intermediate.int_storage__network_volume_buckets "
-                "where bucket_ms > 0 and bucket_start >= ? and bucket_start < ?",
-                [_midnight(d0), _midnight(d1 + timedelta(days=1))]).fetchall():
-            a = nv[(vid, day)]
-            a[0] += Decimal(int(lms)) / 1000
-            a[1] += amount * int(lms) / int(bms)
-    return {k: (v[0], v[1]) for k, v in nv.items()}
+    return {(vid, day): (secs, amount) for vid, day, secs, amount in con.execute(
+        "select volume_id, day, lingering_seconds, lingering_amount "
+        "from marts.network_volume_lingering where day between ? and ?", [d0, d1]).fetchall()}
 
 
 def allocate(con, day_from: date, day_to: date) -> list[Share]:
     """Every billed dollar of [day_from, day_to] as Shares that tie to marts.resource_day.
 
-    The split itself is `marts.allocation` (sql/marts/allocation.sql holds the rules); here it is
-    quantised to the export's scale and what that rounding loses (< 1e-6 USD per
-    resource-day) is absorbed into the resource-day's largest row, so the file ties exactly.
+    The split itself is `marts.allocation` (sql/marts/allocation.sql holds the rules), and it
+    ties each resource-day to `marts.resource_day.billed_amount` exactly, in decimals at 12
+    places: its `tie` adds what cutting the shares lost to the largest row (or an `unreconciled`
+    row). The export's scale is the mart's (MONEY_SCALE = 12, SECONDS_SCALE = 3), so quantising
+    changes no digit and the file ties without a second tie here.
     """
     rows = con.execute(
         "select a.resource_id, coalesce(d.resource_kind, 'instance'), a.day, a.team, a.namespace, "
@@ -278,26 +265,9 @@ def allocate(con, day_from: date, day_to: date) -> list[Share]:
         "from marts.allocation a left join (select distinct resource_id, day, resource_kind "
         "from marts.resource_day) d using (resource_id, day) "
         "where a.day between ? and ? order by all", [day_from, day_to]).fetchall()
-    shares = [Share(rid, kind, day, team, ns, wl, cat, _q(secs, SECONDS_SCALE),
-                    _q(amount, MONEY_SCALE), None if exp is None else _q(exp, MONEY_SCALE))
-              for rid, kind, day, team, ns, wl, cat, secs, amount, exp in rows]
-    by_rd: dict[tuple, list[int]] = defaultdict(list)
-    for i, s in enumerate(shares):
-        by_rd[(s.resource_id, s.day)].append(i)
-    for rid, kind, day, billed in con.execute(
-            "select resource_id, resource_kind, day, billed_amount from marts.resource_day "
-            "where day between ? and ? order by all", [day_from, day_to]).fetchall():
-        idx = by_rd.get((rid, day), [])
-        residual = _q(billed, MONEY_SCALE) - sum((shares[i].amount for i in idx), Decimal(0))
-        if not residual:
-            continue
-        if idx and abs(residual) <= ABSORB_LIMIT:
-            i = max(idx, key=lambda j: (abs(shares[j].amount), -j))
-            shares[i] = replace(shares[i], amount=shares[i].amount + residual)
-        else:
-            shares.append(_leftover(rid, kind, day, UNALLOCATED, "unreconciled", Decimal("0.000"),
-                                    residual, None))
-    return shares
+    return [Share(rid, kind, day, team, ns, wl, cat, _q(secs, SECONDS_SCALE),
+                  _q(amount, MONEY_SCALE), None if exp is None else _q(exp, MONEY_SCALE))
+            for rid, kind, day, team, ns, wl, cat, secs, amount, exp in rows]
 
 
 # ---------------------------------------------------------------- the three files

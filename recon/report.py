@@ -109,7 +109,7 @@ def _instances(con, day: date) -> list[dict]:
         return []
     for rid, s, e, cat in con.execute(
             "select resource_id, seg_start, seg_end, category "
-            "from intermediate.int_resource__instance_segments where day = ? "
+            "from marts.instance_segments where day = ? "
             "and list_contains(?, resource_id) order by resource_id, seg_start", [day, ids]).fetchall():
         segs = out[rid]["segments"]
         if segs and segs[-1][2] == cat and segs[-1][1] == s:
@@ -118,18 +118,18 @@ def _instances(con, day: date) -> list[dict]:
             segs.append([s, e, cat])
     for rid, name, s, e in con.execute(
             "select resource_id, namespace || '/' || pod_name, scheduled_at, window_end_at "
-            "from intermediate.int_resource__workloads where scheduled_at < ? and window_end_at > ? "
+            "from marts.workloads where scheduled_at < ? and window_end_at > ? "
             "and list_contains(?, resource_id) order by scheduled_at", [hi, lo, ids]).fetchall():
         out[rid]["workloads"].append((name, max(s, lo), min(e, hi)))
     sessions = defaultdict(list)
     for rid, s, e in con.execute(
-            "select resource_id, start_at, end_at from intermediate.int_resource__compute_sessions "
+            "select resource_id, start_at, end_at from marts.compute_sessions "
             "where start_at < ? and end_at > ? and list_contains(?, resource_id)",
             [hi, lo, ids]).fetchall():
         sessions[rid].append((s, e))
     for rid, bs, be, lms in con.execute(
             "select pod_id, bucket_start, bucket_end, storage_lingering_ms "
-            "from intermediate.int_runpod__pod_buckets where bucket_start >= ? and bucket_start < ? "
+            "from marts.pod_buckets where bucket_start >= ? and bucket_start < ? "
             "and storage_lingering_ms > 0 and list_contains(?, pod_id) order by bucket_start",
             [lo, hi, ids]).fetchall():
         out[rid]["lingering"] += _place_lingering(bs, be, int(lms), sessions[rid])

@@ -450,6 +450,9 @@ def _columns(con, schema: str, table: str) -> set[str]:
 
 WINDOW = re.compile(r"^-- window: key \((?P<key>[^)]*)\) where (?P<where>.*)$", re.M)
 SCOPE_BEFORE = re.compile(r"^-- scope: before\b", re.M)
+# a mart that holds what the intermediate model it reads holds, the last run's window: rebuilt
+# whole by every run, windowed or not (its readers check the window with `require_built`)
+LAST_RUN = re.compile(r"^-- window: last run\b", re.MULTILINE)
 # a scope model that its readers read as a view (evaluated by each) instead of a copy
 SCOPE_VIEW = re.compile(r"^-- scope: view\b", re.MULTILINE)
 
@@ -586,7 +589,7 @@ def _build_one(con, staged: StagingState, layer: str, name: str, body: str, exis
             create_deduped(con, table, body)
             staged.built(name, body)
         return
-    if not (windowed and layer == "marts"):
+    if not (windowed and layer == "marts") or LAST_RUN.search(body):
         con.execute(f"create or replace table {table} as\n{body}")
         return
     # a run for a window replaces that window's days (or, for a mart without a day, the rows

@@ -1,6 +1,6 @@
 """`recon whatif`: re-price the observed tails and serverless idle under other settings.
 
-Model (the one BILLED_AFTER_EXIT's expected tail uses: intermediate.int_resource__tail_model).
+Model (the one BILLED_AFTER_EXIT's expected tail uses; marts.compute_sessions carries it).
 A compute session's setting-driven seconds around its last task, by what ended that task:
 * a ScaledJob's Job: the node's scale-down only, min(tail, scale-down delay);
 * a replica KEDA scaled to zero (1 → 0): cooldownPeriod, which ran while the replica lived, +

@@ -1,4 +1,4 @@
-"""Kubernetes files as the API server and kubectl write them (DESIGN §4)."""
+"""Kubernetes files as the API server and kubectl write them."""
 
 from __future__ import annotations
 

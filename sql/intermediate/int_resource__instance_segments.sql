@@ -1,6 +1,6 @@
 -- grain: one row per elementary segment of billed instance compute: between two consecutive
 -- instants at which anything changes (session edges, node Ready, workload scheduled/ready/end,
--- bucket edges, which include UTC midnight). Each segment gets exactly one category (DESIGN §3).
+-- bucket edges, which include UTC midnight). Each segment gets exactly one category (docs/design.md).
 with sessions as (
     select * from intermediate.int_resource__session_context
 ),

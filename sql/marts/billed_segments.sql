@@ -1,6 +1,6 @@
 -- grain: one row per (resource_id, day, category). The compute categories of an instance-day add up
 -- exactly to its billed compute seconds; serverless categories to its billed worker seconds
--- (DESIGN §3). amount is the bill's own amount allocated by seconds; expected_amount uses the rate.
+-- (docs/design.md). amount is the bill's own amount allocated by seconds; expected_amount uses the rate.
 with instance_segments as (
     select * from intermediate.int_resource__instance_segments
 ),

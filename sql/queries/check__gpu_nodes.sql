@@ -1,17 +1,10 @@
 -- `recon check`, step 1: the GPU nodes up during the day (parameter: the day, three times) — one
--- per Node object, registered before the day's end and not removed before its start — the GPUs
--- between them, and the most GPUs up at one instant.
-with node_versions as (
-    select * from staging.stg_k8s__nodes
-),
-
-nodes as (
-    select cluster, node_uid, max(gpu_capacity) as gpus, min(created_at) as up,
-           case when bool_or(event_type = 'DELETED')
-                then coalesce(min(deletion_at), max(created_at)) end as down
-    from node_versions
+-- per Node object (marts.nodes), registered before the day's end and not removed before its
+-- start — the GPUs between them, and the most GPUs up at one instant.
+with nodes as (
+    select cluster, node_uid, gpu_capacity as gpus, created_at as up, removed_at as down
+    from marts.nodes
     where created_at < ?::date + 1
-    group by all
 ),
 
 up_during_day as (

@@ -2,11 +2,11 @@
 -- (parameters: first and last day, twice), the idle timeout they were given, and the endpoint's
 -- idle seconds and rate over the same days.
 with worker_sessions as (
-    select * from intermediate.int_serverless__worker_sessions
+    select * from marts.serverless_worker_sessions
 ),
 
 endpoint_days as (
-    select * from intermediate.int_serverless__endpoint_days
+    select * from marts.serverless_endpoint_days
 ),
 
 endpoints as (

@@ -1,25 +1,21 @@
 -- `recon whatif`: each compute session whose last task finished in the window (parameters: its
--- first and last day), with the tail model's settings, the workload of its last pod, and what
--- its tail was billed (recon/whatif.py re-prices it under other settings).
-with tail_model as (
-    select * from intermediate.int_resource__tail_model
+-- first and last day), with the tail model's settings and its compute rate, the workload of its
+-- last pod, and what its tail was billed (recon/whatif.py re-prices it under other settings).
+with compute_sessions as (
+    select * from marts.compute_sessions
 ),
 
 workloads as (
-    select * from intermediate.int_resource__workloads
+    select * from marts.workloads
 ),
 
 instance_segments as (
-    select * from intermediate.int_resource__instance_segments
-),
-
-pod_rates as (
-    select * from intermediate.int_runpod__pod_rates
+    select * from marts.instance_segments
 ),
 
 sessions as (
     select m.*, epoch_ms(m.end_at) - epoch_ms(m.last_finished_at) as tail_ms
-    from tail_model m
+    from compute_sessions m
     where cast(date_trunc('day', m.last_finished_at) as date) between ? and ?
 ),
 
@@ -40,8 +36,7 @@ amounts as (
 
 select l.team, l.namespace, l.workload, m.resource_id, m.scaler, m.tail_ms, m.allowed_seconds,
        m.cooldown_seconds, m.stabilization_seconds, m.grace_seconds, a.tail_usd, a.tail_billed_ms,
-       r.compute_rate_per_hour
+       m.compute_rate_per_hour
 from sessions m join last_pod l using (session_id)
 left join amounts a using (session_id)
-left join pod_rates r on r.pod_id = m.resource_id
 order by m.resource_id, m.last_finished_at
