@@ -174,7 +174,7 @@ def validate_marts(db: str, day: date, last_day: date | None = None) -> dict:
         log.warning("no billed or active resource on %s in %s: is the landing area "
                     "complete for that day?", d, db)
     try:
-        from recon.validate import Scope, validate
+        from recon.gate.run import Scope, validate
     except ImportError:
         log.warning("recon.validate not available: marts published without validation")
         return {"skipped": "recon.validate not available"}

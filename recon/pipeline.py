@@ -167,7 +167,7 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
             timings["config"] = time.perf_counter() - t1
             build(con, timings, transaction=False, on_model=on_model)
             if validate or prefetch_gate:
-                from .validate import prefetch_gx
+                from .gate.run import prefetch_gx
 
                 prefetch_gx()  # the commit below keeps one core busy, the import takes the other
             stage("writing the warehouse")
@@ -196,8 +196,8 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         if validate:
             import uuid
 
-            from .validate import Scope
-            from .validate import validate as run_validation
+            from .gate.run import Scope
+            from .gate.run import validate as run_validation
 
             stage("validating")
             t1 = time.perf_counter()

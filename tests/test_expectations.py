@@ -9,7 +9,7 @@ import shutil
 import duckdb
 import pytest
 
-from recon.validate import load_suites, validate
+from recon.gate.run import load_suites, validate
 
 SUITES = load_suites()  # plain JSON: collecting the cases does not import great_expectations
 TABLE_SUITES = {s.name for s in SUITES if s.table}
@@ -224,7 +224,7 @@ CASE_IDS = [(s, label) for s, cases in CASES.items() for label in cases]
 
 @pytest.fixture(scope="module")
 def gx_session():
-    from recon.validate import GxSession
+    from recon.gate.run import GxSession
 
     return GxSession()
 

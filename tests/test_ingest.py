@@ -163,7 +163,7 @@ def test_missing_rate_is_a_finding_not_a_zero(folder, tmp_path):
     con.close()
     # the gate publishes the day: the unconverted money is the finding's (and allocation's
     # __unallocated__), not a segment's, so the amount tie-out leaves that resource-day out
-    from recon.validate import validate
+    from recon.gate.run import validate
 
     con = connect(tmp_path / "db.duckdb")
     report = validate(con, "t", suites=["tieout.billed_seconds"], write=False)

@@ -287,7 +287,7 @@ def test_every_mart_column_is_described_and_vice_versa(marts):
     if "validation_results" not in cols:  # written by the validation step, not by `recon run`
         import duckdb
 
-        from recon.validate import RESULTS_DDL
+        from recon.gate.run import RESULTS_DDL
         mem = duckdb.connect()
         mem.execute("create schema marts")
         mem.execute(RESULTS_DDL)

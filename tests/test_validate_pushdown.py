@@ -15,8 +15,8 @@ import shutil
 import duckdb
 import pytest
 
-import recon.validate as V
-from recon.validate import load_suites, validate
+import recon.gate.run as V
+from recon.gate.run import load_suites, validate
 
 TABLE_SUITES = {s.name for s in load_suites() if s.table}
 

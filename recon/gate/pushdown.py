@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from .validate_suites import (
+from .suites import (
     JSON_CHARS,
     SAMPLE,
     Suite,
@@ -40,7 +40,7 @@ from .validate_suites import (
 )
 
 if TYPE_CHECKING:
-    from .validate import GxSession
+    from .run import GxSession
 
 log = logging.getLogger(__name__)
 

@@ -47,9 +47,9 @@ from pathlib import Path
 
 import duckdb
 
-from .ingest.reader import TABLES
-from .validate_pushdown import CHECK_BLOCK_ROWS, CHECK_BLOCKS, _Pushdown, pushed_results
-from .validate_suites import (
+from ..ingest.reader import TABLES
+from .pushdown import CHECK_BLOCK_ROWS, CHECK_BLOCKS, _Pushdown, pushed_results
+from .suites import (
     JSON_CHARS,
     SAMPLE,
     SEVERITIES,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-SUITE_DIR = Path(__file__).resolve().parent.parent / "expectations"
+SUITE_DIR = Path(__file__).resolve().parent.parent.parent / "expectations"
 SEVERITIES = ("critical", "warning")
 SCOPES = ("file", "day")  # meta.scope.by
 SAMPLE = 5            # unexpected rows named in a message

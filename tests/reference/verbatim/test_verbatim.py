@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from recon.pipeline import run
-from recon.validate import load_suites
+from recon.gate.run import load_suites
 from recon.warehouse import connect
 
 HERE = Path(__file__).parent
