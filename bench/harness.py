@@ -311,7 +311,7 @@ def child_run(spec: dict) -> dict:
             out["rss_mib"]["validation"] = hwm_kib() / 1024
         # exports: the day's costs/findings CSVs
         if spec.get("exports", True):
-            from recon.exports import export_day
+            from recon.outputs.exports import export_day
 
             reset_hwm()
             t = time.perf_counter()

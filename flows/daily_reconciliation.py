@@ -205,7 +205,7 @@ def export_finance(db: str, day: date, exports_dir: str) -> list[str]:
     category; it ties to the bill) and findings_<day>.csv (`recon.exports.export_day`, the
     files `recon export --day` writes). Each file is written whole or not at all, and a
     rerun replaces it. Runs after the gate, so a day's files only exist once it passed."""
-    from recon.exports import export_day
+    from recon.outputs.exports import export_day
     from recon.warehouse import connect
 
     con = connect(db, read_only=True)

@@ -41,7 +41,7 @@ def _day(s: Optional[str], option: str = "--day") -> Optional[date]:
     """A UTC day option (YYYY-MM-DD), or a clear error and exit 2 (a traceback until 0.10.5)."""
     if not s:
         return None
-    from .exports import parse_day
+    from .outputs.exports import parse_day
 
     try:
         return parse_day(s)
@@ -82,7 +82,7 @@ def _environment_failure(e: Exception, doing: str) -> None:
 def _secs(x) -> str:
     """Seconds as the report, `recon check` and finding messages write them (86,400; 688.5):
     until 0.10.6 the summary kept trailing zeros (688.500)."""
-    from .report import seconds_text
+    from .outputs.report import seconds_text
 
     return seconds_text(x)
 
@@ -503,7 +503,7 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
 
     Example: recon export --month 2026-06 --out exports/
     """
-    from . import exports
+    from .outputs import exports
 
     if (day is None) == (month is None):
         _fail("give exactly one of --day or --month")
@@ -539,8 +539,8 @@ def report_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
 
     Example: recon report --day 2026-06-01 --out report.html
     """
-    from .exports import parse_day
-    from .report import write_report
+    from .outputs.exports import parse_day
+    from .outputs.report import write_report
 
     try:
         parse_day(day)
@@ -667,7 +667,7 @@ def whatif_cmd(cooldown: Optional[int] = typer.Option(None, min=0,
 
     Example: recon whatif --cooldown 60 --idle-timeout 2
     """
-    from .whatif import aggregate, whatif
+    from .outputs.whatif import aggregate, whatif
 
     if cooldown is None and stabilization is None and scale_down_delay is None and idle_timeout is None:
         _fail("give --cooldown, --stabilization, --scale-down-delay and/or --idle-timeout")
@@ -706,7 +706,7 @@ def check_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
 
     Example: recon check --day 2026-06-01
     """
-    from .check import run_checks
+    from .outputs.check import run_checks
 
     the_day = _day(day)
     con = _open_db(db, need_marts=True)

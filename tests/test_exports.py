@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from recon import exports
+from recon.outputs import exports
 from recon.cli import app
 
 DAYS = ("2026-06-01", "2026-06-02")

@@ -534,9 +534,9 @@ def test_reports_refuse_days_a_window_run_did_not_build(daily, tmp_path):
     what-if for another day says so instead of showing partial numbers."""
     from datetime import date
 
-    from recon.exports import network_volume_lingering
-    from recon.report import report_data
-    from recon.whatif import whatif
+    from recon.outputs.exports import network_volume_lingering
+    from recon.outputs.report import report_data
+    from recon.outputs.whatif import whatif
 
     root, _ = daily
     db = tmp_path / "w.duckdb"

@@ -228,7 +228,7 @@ def test_the_summary_writes_seconds_as_the_report_does():
     """Until 0.10.6 the run summary wrote 688.500 s where the report and `recon check` wrote
     688.5."""
     from recon.cli import _secs
-    from recon.report import seconds_text
+    from recon.outputs.report import seconds_text
 
     for v, want in ((Decimal("688.500"), "688.5"), (Decimal("86400.000"), "86,400"),
                     (Decimal("1341.495"), "1,341.495"), (Decimal("0"), "0"), (12, "12")):

@@ -345,7 +345,7 @@ def test_a_full_disk_fails_the_pull_build_and_export_with_one_sentence(no_key, m
     import duckdb
 
     import connectors.runpod
-    import recon.exports
+    import recon.outputs.exports
     import recon.pipeline
     from flows.common import retry_transient
     from flows.daily_reconciliation import build_marts, export_finance, pull_provider_window
@@ -359,7 +359,7 @@ def test_a_full_disk_fails_the_pull_build_and_export_with_one_sentence(no_key, m
             raise exc
         monkeypatch.setattr(connectors.runpod, "pull_billing", full)
         monkeypatch.setattr(recon.pipeline, "run", full)
-        monkeypatch.setattr(recon.exports, "export_day", full)
+        monkeypatch.setattr(recon.outputs.exports, "export_day", full)
         for call, where in (
                 (lambda: pull_provider_window.fn(str(tmp_path), date(2026, 6, 1), date(2026, 6, 1),
                                                  base_url="http://127.0.0.1:9"),
