@@ -217,7 +217,8 @@ def child_run(spec: dict) -> dict:
     out: dict = {"stages": {}, "rss_mib": {}, "models": {}}
     t0 = time.perf_counter()
     reset_hwm()
-    from recon import pipeline, warehouse
+    from recon import db as warehouse
+    from recon import pipeline
     out["stages"]["import"] = time.perf_counter() - t0
     out["recon_path"] = pipeline.__file__
 

@@ -161,7 +161,7 @@ def validate_marts(db: str, day: date, last_day: date | None = None) -> dict:
     (`reconcile_day`: a day with neither lifecycle data nor a bill is not reconciled).
     """
     from recon.pipeline import empty_days
-    from recon.warehouse import connect
+    from recon.db import connect
 
     last_day = last_day or day
     log = logger()
@@ -206,7 +206,7 @@ def export_finance(db: str, day: date, exports_dir: str) -> list[str]:
     files `recon export --day` writes). Each file is written whole or not at all, and a
     rerun replaces it. Runs after the gate, so a day's files only exist once it passed."""
     from recon.outputs.exports import export_day
-    from recon.warehouse import connect
+    from recon.db import connect
 
     con = connect(db, read_only=True)
     try:
@@ -245,7 +245,7 @@ def publish_summary(db: str, day: date, load: dict | None = None,
 def _mark_published(db: str, day: date, validation: dict | None) -> None:
     """The day is done: a backfill skips it from now on (recon.published)."""
     from recon.published import mark_published
-    from recon.warehouse import connect
+    from recon.db import connect
 
     con = connect(db)
     try:

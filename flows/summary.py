@@ -29,7 +29,7 @@ TOP_FINDINGS = 10
 def day_summary(db: str, day: date) -> tuple[dict, list[dict]]:
     """The day's summary row (as `recon run` prints it) and its findings, most money first."""
     from recon.pipeline import summarise
-    from recon.warehouse import connect
+    from recon.db import connect
 
     con = connect(db, read_only=True)
     try:
@@ -167,7 +167,7 @@ def bill_states(db: str, day: date, last_day: date | None = None) -> dict[date, 
     """Each day of `day`..`last_day` as built: `awaiting_bill`, `empty` or `billed`
     (recon.published.day_states)."""
     from recon.published import day_states
-    from recon.warehouse import connect
+    from recon.db import connect
 
     con = connect(db, read_only=True)
     try:
@@ -184,7 +184,7 @@ def hold_awaiting(db: str, day: date, load: dict | None = None,
     published (a publication recorded for it before is withdrawn), so that the next daily run
     or backfill builds it again."""
     from recon.published import awaiting_summary, unmark_published
-    from recon.warehouse import connect
+    from recon.db import connect
 
     con = connect(db, read_only=True)
     try:
@@ -208,7 +208,7 @@ def hold_awaiting(db: str, day: date, load: dict | None = None,
 
 def empty_days_error(db: str, empty: list[date]) -> RuntimeError:
     from recon.pipeline import billed_span
-    from recon.warehouse import connect
+    from recon.db import connect
 
     con = connect(db, read_only=True)
     try:
@@ -223,7 +223,7 @@ def empty_days_error(db: str, empty: list[date]) -> RuntimeError:
 
 def _awaiting_before(db: str, first: date) -> list[date]:
     from recon.published import awaiting_before
-    from recon.warehouse import connect
+    from recon.db import connect
 
     if not Path(db).exists():
         return []

@@ -250,7 +250,7 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
 def _print_awaiting(res) -> None:
     """The days whose provider bill has not landed: their money is not reconciled yet."""
     from .published import AWAITING, day_states
-    from .warehouse import connect
+    from .db import connect
 
     con = connect(res.db, read_only=True)
     try:
@@ -308,7 +308,7 @@ def demo(db: Path = typer.Option(DEMO_DB, help="DuckDB file to write: its own, n
     """
     from .pipeline import run
     from .simulate import simulate as sim
-    from .warehouse import connect
+    from .db import connect
 
     _logging(False)
     if db.exists() and not _written_by_demo(db):
@@ -472,7 +472,7 @@ def serve(landing_dir: Path = typer.Option(Path("data/landing"), help="Landing a
 def _open_db(db: Path, need_marts: bool = False):
     """The warehouse, read-only; a missing file (or, with `need_marts`, one no run has built
     yet) is a clear error and exit 2, not DuckDB's traceback."""
-    from .warehouse import connect
+    from .db import connect
 
     if not db.exists():
         _fail(f"{db} does not exist; run `recon run` or `recon demo` first")

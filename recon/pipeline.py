@@ -10,7 +10,10 @@ from decimal import Decimal
 from pathlib import Path
 
 from .config import Config, load_config
-from .warehouse import build, connect, load_folder, write_config
+from .build.run import build
+from .db import connect
+from .ingest.land import load_folder
+from .build.settings import write_config
 
 log = logging.getLogger(__name__)
 DEFAULT_DB = Path("data/recon.duckdb")

@@ -99,7 +99,7 @@ def test_costs_rows_follow_the_allocation_rules(month_export):
 
 def rebuild_allocation(con):
     """Rebuild marts.allocation after a test changed the intermediate tables it reads."""
-    from recon.warehouse import SQL_DIR
+    from recon.build.models import SQL_DIR
 
     con.execute("create or replace table marts.allocation as "
                 + (SQL_DIR / "marts" / "allocation.sql").read_text())
@@ -139,7 +139,7 @@ def test_workload_name_uses_labels_then_strips_generated_suffixes(tmp_path):
     import json
 
     from recon.pipeline import run
-    from recon.warehouse import connect
+    from recon.db import connect
 
     pods = [("batch-infer-29p0t-xd7tz", {"app": "batch-infer"}, "batch-infer"),
             ("x-abcde", {"app.kubernetes.io/name": "llm", "app": "y"}, "llm"),

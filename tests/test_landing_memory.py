@@ -18,7 +18,8 @@ import pytest
 from recon.ingest import jsonl
 from recon.ingest.reader import arrow_query
 from recon.simulate import simulate
-from recon.warehouse import connect, load_folder
+from recon.db import connect
+from recon.ingest.land import load_folder
 
 
 def _zero_copy(buf: bytearray) -> pa.Table:

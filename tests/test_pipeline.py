@@ -175,7 +175,7 @@ def test_a_window_run_replaces_its_days_and_keeps_the_others(sim_run, tmp_path):
 
 
 def test_memory_limit_defaults_to_a_bound_and_is_configurable(monkeypatch):
-    from recon.warehouse import connect
+    from recon.db import connect
 
     setting = lambda: connect(None).execute("select current_setting('memory_limit')").fetchone()[0]
     monkeypatch.delenv("RECON_MEMORY_LIMIT", raising=False)
@@ -188,7 +188,7 @@ def test_memory_limit_defaults_to_a_bound_and_is_configurable(monkeypatch):
 
 
 def test_a_warehouse_named_after_a_schema_is_refused_clearly(tmp_path):
-    from recon.warehouse import connect
+    from recon.db import connect
 
     with pytest.raises(ValueError, match="named after one of its schemas"):
         connect(tmp_path / "raw.duckdb")
@@ -242,7 +242,9 @@ def test_a_failed_model_inside_the_callers_transaction_is_named_not_masked():
     import pytest
 
     from recon.config import Config
-    from recon.warehouse import build, connect, write_config
+    from recon.build.run import build
+    from recon.db import connect
+    from recon.build.settings import write_config
 
     con = connect(None)
     write_config(con, Config(), None, None)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from recon.outputs.check import run_checks
 from recon.cli import app
 from recon.pipeline import run
-from recon.warehouse import connect
+from recon.db import connect
 from recon.outputs.whatif import whatif
 
 DAY = date(2026, 6, 1)

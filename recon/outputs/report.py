@@ -18,7 +18,7 @@ from string import Template
 
 from .exports import atomic_write, network_volume_lingering, parse_day
 from ..pipeline import OUTSIDE_BILL_CODES
-from ..warehouse import require_built
+from ..build.guards import require_built
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
 CENT = Decimal("0.01")

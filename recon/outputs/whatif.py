@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from ..warehouse import require_built
+from ..build.guards import require_built
 
 
 @dataclass

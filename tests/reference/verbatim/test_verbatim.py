@@ -14,7 +14,7 @@ import pytest
 
 from recon.pipeline import run
 from recon.gate.run import load_suites
-from recon.warehouse import connect
+from recon.db import connect
 
 HERE = Path(__file__).parent
 EP = "ep7abc"
