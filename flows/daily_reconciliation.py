@@ -18,6 +18,8 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import INPUTS, NO_CACHE
 
+from recon.outputs.present import utc_cell as _cell
+
 try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.daily_reconciliation`
     from flows.common import (
         RUNPOD_TAG,
@@ -37,7 +39,6 @@ try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.dail
         SUMMARY_KEY,
         SUMMARY_ROWS,
         _awaiting_before,
-        _cell,
         _md,
         bill_states,
         day_summary,
@@ -64,7 +65,6 @@ except ImportError:  # pragma: no cover - the project is not installed
         SUMMARY_KEY,
         SUMMARY_ROWS,
         _awaiting_before,
-        _cell,
         _md,
         bill_states,
         day_summary,
