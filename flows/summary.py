@@ -29,8 +29,8 @@ TOP_FINDINGS = 10
 
 def day_summary(db: str, day: date) -> tuple[dict, list[dict]]:
     """The day's summary row (as `recon run` prints it) and its findings, most money first."""
-    from recon.pipeline import summarise
     from recon.db import connect
+    from recon.pipeline import summarise
 
     con = connect(db, read_only=True)
     try:
@@ -139,8 +139,8 @@ def render_awaiting(day: date, db: str, held: dict, load: dict | None,
 def bill_states(db: str, day: date, last_day: date | None = None) -> dict[date, str]:
     """Each day of `day`..`last_day` as built: `awaiting_bill`, `empty` or `billed`
     (recon.published.day_states)."""
-    from recon.published import day_states
     from recon.db import connect
+    from recon.published import day_states
 
     con = connect(db, read_only=True)
     try:
@@ -156,8 +156,8 @@ def hold_awaiting(db: str, day: date, load: dict | None = None,
     is the latest one for the deployment), nothing is exported, and the day is not recorded as
     published (a publication recorded for it before is withdrawn), so that the next daily run
     or backfill builds it again."""
-    from recon.published import awaiting_summary, unmark_published
     from recon.db import connect
+    from recon.published import awaiting_summary, unmark_published
 
     con = connect(db, read_only=True)
     try:
@@ -180,8 +180,8 @@ def hold_awaiting(db: str, day: date, load: dict | None = None,
 
 
 def empty_days_error(db: str, empty: list[date]) -> RuntimeError:
-    from recon.pipeline import billed_span
     from recon.db import connect
+    from recon.pipeline import billed_span
 
     con = connect(db, read_only=True)
     try:
@@ -195,8 +195,8 @@ def empty_days_error(db: str, empty: list[date]) -> RuntimeError:
 
 
 def _awaiting_before(db: str, first: date) -> list[date]:
-    from recon.published import awaiting_before
     from recon.db import connect
+    from recon.published import awaiting_before
 
     if not Path(db).exists():
         return []

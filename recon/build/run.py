@@ -12,6 +12,7 @@ from ..db import begin as _begin
 from .incremental import StagingState, create_deduped
 from .models import LAYERS, SCOPE_BEFORE, SCOPE_VIEW, SQL_DIR, WINDOW, build_order
 
+
 def _columns(con, schema: str, table: str) -> set[str]:
     return {r[0] for r in con.execute(
         "select column_name from information_schema.columns where table_schema = ? "
