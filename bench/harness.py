@@ -302,7 +302,8 @@ def child_run(spec: dict) -> dict:
             t = time.perf_counter()
             import great_expectations  # noqa: F401  (what is left of it, if prefetched)
             st["gx_import"] = time.perf_counter() - t
-            from recon.gate.run import Scope, validate
+            from recon.gate.run import validate
+            from recon.gate.scope import Scope
 
             t = time.perf_counter()
             # as the daily flow does: the run's days, the files no validation passed yet

@@ -160,8 +160,8 @@ def validate_marts(db: str, day: date, last_day: date | None = None) -> dict:
     day without billed or active rows is a warning here; the flow fails it after the gate
     (`reconcile_day`: a day with neither lifecycle data nor a bill is not reconciled).
     """
-    from recon.pipeline import empty_days
     from recon.db import connect
+    from recon.pipeline import empty_days
 
     last_day = last_day or day
     log = logger()
@@ -174,7 +174,8 @@ def validate_marts(db: str, day: date, last_day: date | None = None) -> dict:
         log.warning("no billed or active resource on %s in %s: is the landing area "
                     "complete for that day?", d, db)
     try:
-        from recon.gate.run import Scope, validate
+        from recon.gate.run import validate
+        from recon.gate.scope import Scope
     except ImportError:
         log.warning("recon.validate not available: marts published without validation")
         return {"skipped": "recon.validate not available"}
@@ -205,8 +206,8 @@ def export_finance(db: str, day: date, exports_dir: str) -> list[str]:
     category; it ties to the bill) and findings_<day>.csv (`recon.exports.export_day`, the
     files `recon export --day` writes). Each file is written whole or not at all, and a
     rerun replaces it. Runs after the gate, so a day's files only exist once it passed."""
-    from recon.outputs.exports import export_day
     from recon.db import connect
+    from recon.outputs.exports import export_day
 
     con = connect(db, read_only=True)
     try:
@@ -244,8 +245,8 @@ def publish_summary(db: str, day: date, load: dict | None = None,
 
 def _mark_published(db: str, day: date, validation: dict | None) -> None:
     """The day is done: a backfill skips it from now on (recon.published)."""
-    from recon.published import mark_published
     from recon.db import connect
+    from recon.published import mark_published
 
     con = connect(db)
     try:

@@ -9,11 +9,11 @@ from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-from .config import Config, load_config
 from .build.run import build
+from .build.settings import write_config
+from .config import Config, load_config
 from .db import connect
 from .ingest.land import load_folder
-from .build.settings import write_config
 
 log = logging.getLogger(__name__)
 DEFAULT_DB = Path("data/recon.duckdb")
@@ -170,7 +170,7 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
             timings["config"] = time.perf_counter() - t1
             build(con, timings, transaction=False, on_model=on_model)
             if validate or prefetch_gate:
-                from .gate.run import prefetch_gx
+                from .gate.gx import prefetch_gx
 
                 prefetch_gx()  # the commit below keeps one core busy, the import takes the other
             stage("writing the warehouse")
@@ -199,8 +199,8 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         if validate:
             import uuid
 
-            from .gate.run import Scope
             from .gate.run import validate as run_validation
+            from .gate.scope import Scope
 
             stage("validating")
             t1 = time.perf_counter()

@@ -9,7 +9,8 @@ import shutil
 import duckdb
 import pytest
 
-from recon.gate.run import load_suites, validate
+from recon.gate.run import validate
+from recon.gate.suites import load_suites
 
 SUITES = load_suites()  # plain JSON: collecting the cases does not import great_expectations
 TABLE_SUITES = {s.name for s in SUITES if s.table}
@@ -224,7 +225,7 @@ CASE_IDS = [(s, label) for s, cases in CASES.items() for label in cases]
 
 @pytest.fixture(scope="module")
 def gx_session():
-    from recon.gate.run import GxSession
+    from recon.gate.gx import GxSession
 
     return GxSession()
 

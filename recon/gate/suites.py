@@ -154,7 +154,7 @@ def wanted_columns(suite: Suite) -> set[str]:
 
 
 def select_list(cols: list[tuple[str, str]], wanted: set[str]) -> list[str]:
-    return [f'left(cast({_q(c)} as varchar), {JSON_CHARS}) as {_q(c)}' if t == "JSON" else _q(c)
+    return [f'left(cast({quoted(c)} as varchar), {JSON_CHARS}) as {quoted(c)}' if t == "JSON" else quoted(c)
             for c, t in cols if c in wanted]
 
 
@@ -168,11 +168,11 @@ def batch_sql(con, suite: Suite) -> str:
     return f"select {', '.join(select) or '1 as _row'} from {suite.table}{where}"
 
 
-def _q(name: str) -> str:
+def quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _indexed(suite: Suite, results) -> list[tuple[int, object]]:
+def indexed(suite: Suite, results) -> list[tuple[int, object]]:
     """GX results with the index of their expectation in the suite file (GX reorders them)."""
     where = {(e["type"], columns_of(e.get("kwargs") or {})): i for i, e in enumerate(suite.expectations)}
     return [(where.get((r.expectation_config.type, columns_of(r.expectation_config.kwargs)),

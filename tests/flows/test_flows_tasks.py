@@ -207,9 +207,9 @@ def test_markdown_renders_no_markup_from_data():
 def test_a_critical_validation_failure_fails_the_task(tmp_path, monkeypatch):
     import recon.gate.run
     from flows.daily_reconciliation import validate_marts
+    from recon.gate.run import Failure, ValidationReport
     from recon.pipeline import run
     from recon.simulate import simulate
-    from recon.gate.run import Failure, ValidationReport
 
     simulate(tmp_path / "in", seed=3, days=1, nodes=1, endpoints=1)
     run(tmp_path / "in", tmp_path / "db.duckdb", day_from=date(2026, 6, 1), day_to=date(2026, 6, 1))
@@ -270,13 +270,13 @@ def test_a_rerun_skips_a_finished_pull(no_key, monkeypatch, fake_runpod, tmp_pat
 def test_the_build_prefetches_gx_when_a_gate_follows(tmp_path, monkeypatch, validation):
     """reconcile_day's build starts Great Expectations' import during its commit exactly when
     its gate follows (recon.validate.prefetch_gx)."""
-    import recon.gate.run
+    import recon.gate.gx
     from flows import daily_reconciliation as D
     from recon.simulate import simulate
 
     simulate(tmp_path / "in", seed=3, days=1, nodes=1, endpoints=1)
     prefetched = []
-    monkeypatch.setattr(recon.gate.run, "prefetch_gx", lambda: prefetched.append(True))
+    monkeypatch.setattr(recon.gate.gx, "prefetch_gx", lambda: prefetched.append(True))
     monkeypatch.setattr(D, "tags_with_limits", lambda: frozenset())
     monkeypatch.setattr(D, "limited", lambda task, limits: getattr(task, "fn", task))  # no task runs
     monkeypatch.setattr(D, "validate_marts", lambda db, day, last_day: {"skipped": "test"})

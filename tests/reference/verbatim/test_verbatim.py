@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from recon.pipeline import run
-from recon.gate.run import load_suites
 from recon.db import connect
+from recon.gate.suites import load_suites
+from recon.pipeline import run
 
 HERE = Path(__file__).parent
 EP = "ep7abc"
