@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from .guard import busy
-from .ingest.reader import TABLES, TS_CHECKED
+from .ingest.raw_tables import TABLES, TS_CHECKED
 
 RAW_DDL = [
     "create schema if not exists raw",

@@ -311,7 +311,7 @@ def test_bad_suite_and_missing_table_are_reported(wh, gx_session, tmp_path):
 def test_the_per_file_tie_out_counts_every_raw_table():
     """Each landed record is in one raw table; the tie-out must count them all (it once left
     out raw.focus_rows and raw.prometheus_series: a FOCUS file failed every gate)."""
-    from recon.ingest.reader import TABLES
+    from recon.ingest.raw_tables import TABLES
 
     query = next(s for s in load_suites() if s.name == "raw.files").query
     assert TABLES and {t for t in TABLES if f"from raw.{t}" not in query} == set()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from ..ingest.reader import TABLES
+from ..ingest.raw_tables import TABLES
 from .suites import Suite
 
 VALIDATED_DDL = ("create table if not exists meta.validated_files "
@@ -88,7 +88,7 @@ def from_first_row(con, suite: Suite, where: str, tail: dict[str, int | None] | 
 
 
 # Where a landed file's records are: its loaded records in one of these raw tables (the tables of
-# recon.ingest.reader.TABLES), its quarantined ones in raw.quarantine; raw.files counts both.
+# recon.ingest.raw_tables.TABLES), its quarantined ones in raw.quarantine; raw.files counts both.
 LOADED_TABLES = tuple(f"raw.{t}" for t in TABLES)
 QUARANTINE_TABLE = "raw.quarantine"
 

@@ -24,18 +24,16 @@ from .jsonl import land_jsonl, row_group_parts
 from .landed import DUPLICATE, LandedFiles
 from .lists import is_candidate as is_list_candidate
 from .lists import land_list, prepare_list
-from .reader import (
+from .raw_tables import (
     TABLES,
     TS_CHECKED,
     TS_OPTIONAL,
-    FileResult,
     arrow_bad,
     arrow_query,
     arrow_rows,
-    read_file,
-    sha256_of,
     ts_ok_sql,
 )
+from .reader import FileResult, read_file, sha256_of
 
 log = logging.getLogger(__name__)
 
