@@ -30,7 +30,7 @@ RAW_DDL = [
 
 # A daily run with history in the warehouse (the usual case) peaks at 1.83 GiB RSS with it, and
 # at 2.04 GiB with 1.5GB (500 nodes, day 4 of 4); a first day peaks at 1.6 GiB either way, ~0.3 s
-# slower than with 1.5GB (bench/README.md, session 4).
+# slower than with 1.5GB (bench/README.md).
 DEFAULT_MEMORY_LIMIT = "1.25GB"
 WRITE_BUFFER_ROW_GROUPS = 1  # DuckDB's default: 5
 
@@ -67,8 +67,7 @@ def connect(path: str | Path | None, read_only: bool = False) -> duckdb.DuckDBPy
         # A bulk append writes each row group as it fills instead of buffering five: the
         # 500-node day peaks ~90 MB lower (1,550-1,580 against 1,640-1,680 MiB in 10 interleaved
         # pairs) and landing leaves ~0.2 s less for the commit to write on one thread (0.37-0.39
-        # against 0.56-0.63 s); the whole run's time moved within the noise (bench/README.md,
-        # session 12)
+        # against 0.56-0.63 s); the whole run's time stays within the noise (bench/README.md)
         con.execute(f"set write_buffer_row_group_count = {WRITE_BUFFER_ROW_GROUPS}")
         for stmt in RAW_DDL:
             con.execute(stmt)

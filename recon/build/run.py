@@ -24,7 +24,7 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
           transaction: bool = True, on_model=None) -> None:
     """Build staging → intermediate → marts → checks from sql/, in one transaction.
 
-    Staging is incremental (`recon.incremental`). A windowed run (config day_from/day_to, from
+    Staging is incremental (`recon.build.incremental`). A windowed run (config day_from/day_to, from
     `--from/--to`) builds sql/scope/ — staging cut to what the window's days depend on — and
     the intermediate models and marts read that (temporary table `scope__<model>`) instead of
     `staging.<model>`; marts with a `day` column then replace only the window's days, and a mart
@@ -44,7 +44,7 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
     # The models' tables need no particular row order (every reader that shows rows orders
     # them). Without it, DuckDB writes a big CREATE TABLE AS from every thread as the rows come,
     # instead of leaving row groups for the commit to write on one thread: the target day's
-    # commit takes ~0.65 s less (bench/README.md, session 4).
+    # commit takes ~0.65 s less (bench/README.md).
     keep_order = con.execute("select current_setting('preserve_insertion_order')").fetchone()[0]
     con.execute("set preserve_insertion_order = false")
     own = _begin(con, transaction)
@@ -52,7 +52,8 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
     try:
         for layer in LAYERS:
             con.execute(f"create schema if not exists {layer}")
-        con.execute("drop schema if exists scope cascade")  # (scope tables are temporary now)
+        # scope tables are temporary (`scope__<model>`): a `scope` schema in the file is stale
+        con.execute("drop schema if exists scope cascade")
         bodies = {p: p.read_text(encoding="utf-8").strip().rstrip(";") for _, _, p in order}
         staged = StagingState(con, {n: bodies[p] for layer, n, p in order if layer == "staging"})
         last_staging = [n for layer, n, _ in order if layer == "staging"][-1]

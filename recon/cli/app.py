@@ -34,7 +34,7 @@ def _logging(verbose: bool) -> None:
 
 
 def _day(s: Optional[str], option: str = "--day") -> Optional[date]:
-    """A UTC day option (YYYY-MM-DD), or a clear error and exit 2 (a traceback until 0.10.5)."""
+    """A UTC day option (YYYY-MM-DD), or a clear error and exit 2 (not a traceback)."""
     if not s:
         return None
     from ..outputs.exports import parse_day
@@ -55,7 +55,7 @@ def _window(day_from: Optional[str], day_to: Optional[str]):
 
 def _fail(msg: str, code: int = 2) -> NoReturn:
     """Print `error: msg` (as text: a message from data or a library is never read as rich
-    markup, which ate `[thresholds]` and crashed on `[/x]` until 0.10.6) and exit with `code`."""
+    markup, which would eat `[thresholds]` and crash on `[/x]`) and exit with `code`."""
     err.print("[red]error:[/red] " + escape(visible(msg)))
     raise typer.Exit(code) from None
 
@@ -74,8 +74,9 @@ def _environment_failure(e: Exception, doing: str) -> None:
 
 def _no_data(con, day: date, db) -> str | None:
     """What to say when the warehouse has no billed or active resource on `day` (a mistyped
-    --day, or a day outside what was landed or built): until 0.10.6 `recon check` passed every
-    step on such a day, and `report` / `export` wrote $0.00 pages and empty files in silence."""
+    --day, or a day outside what was landed or built): without it `recon check` would pass every
+    step on such a day, and `report` / `export` would write $0.00 pages and empty files in
+    silence."""
     from ..pipeline import billed_span, empty_days
 
     if not empty_days(con, day, day):

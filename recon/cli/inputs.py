@@ -83,9 +83,9 @@ def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing are
             where = ("the in-cluster service account" if cl.in_cluster
                      else f"{kc_name}, context {cl.context!r}" if cl.context else kc_name)
             configurations[cl.name] = cl.configuration()
-    # a traceback until 0.10.6, and until 0.10.8 for a mistyped --context, two contexts of one
-    # cluster name, bad base64 key data (ValueError), a file that is not a mapping or an entry
-    # of the wrong type (TypeError, AttributeError)
+    # each a sentence, not a traceback: a missing or unreadable kubeconfig, a mistyped --context,
+    # two contexts of one cluster name, bad base64 key data (ValueError), a file that is not a
+    # mapping or an entry of the wrong type (TypeError, AttributeError)
     except (ConfigException, OSError, yaml.YAMLError, ValueError, TypeError,
             AttributeError) as e:
         if isinstance(e, binascii.Error):
@@ -100,7 +100,7 @@ def collect(landing: Path = typer.Option(Path("data/landing"), help="Landing are
         _fail(f"{where}: {why}")
     if once:
         c = collect_once(landing, clusters, configurations=configurations)
-        if failed := c.failed_lists():  # exit 0 with nothing landed until 0.10.6
+        if failed := c.failed_lists():  # a failed list fails the command: not exit 0
             console.print(c.snapshot()["totals"])
             _fail(f"{len(failed)} list(s) failed: {', '.join(failed)} (the errors above say why); "
                   "what did list was landed", code=1)

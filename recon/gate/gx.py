@@ -25,8 +25,8 @@ def prefetch_gx() -> None:
     Call it where the next seconds leave a core idle: `recon.pipeline.run` calls it just
     before its commit, which DuckDB runs on one core with the GIL released. The import (2-2.5 s
     of one core) then overlaps the commit and the run's summary instead of following them.
-    Earlier, beside landing or the intermediate models, it slowed those by more than it hid
-    (bench/README, sessions 18 and 19). `GxSession` imports great_expectations as usual: if
+    Beside landing or the intermediate models it would slow those by more than it hides
+    (bench/README.md). `GxSession` imports great_expectations as usual: if
     this thread is still at it, Python's import lock makes that wait for the same import.
     """
     if _PREFETCH or "great_expectations" in sys.modules:
@@ -86,7 +86,7 @@ class GxSession:
         Every expectation runs at GX's BASIC result format first (counts and a sample of the
         unexpected values); only those that fail run again at SUMMARY, whose index list names
         the failing rows by `row_key`. A day that passes (the usual one) skips SUMMARY's
-        extra metrics: about a quarter less of the gate's time (bench/README, session 19).
+        extra metrics: about a quarter less of the gate's time (bench/README.md).
         """
         batch = self._batches.get_batch(batch_parameters={"dataframe": df})
         with warnings.catch_warnings():

@@ -1,6 +1,6 @@
 """Data-quality gate, large tables: a table suite's row-level expectations checked in DuckDB.
 
-`pushed_results` is the pushdown path of `recon.validate.validate`, for tables of at least
+`pushed_results` is the pushdown path of `recon.gate.run.validate`, for tables of at least
 `PUSHDOWN_MIN_ROWS` rows. `_Pushdown` translates each expectation (not null, unique, compound
 unique, in set, between, pair a > b, pair in set, table row count) to a `_Check` in SQL, with
 pandas' semantics (NaN is missing, decimals compare as float64, a NULL in a pair comparison is

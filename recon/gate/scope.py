@@ -19,7 +19,7 @@ class Scope:
 
     Checking every table whole made the gate grow with history: on the 500-node fleet's 30-day
     warehouse it took 15.2 s against 2.2 s on a first day, most of it the raw tables' 125 M rows
-    (bench/README.md, session 13). A run checks what it changed instead:
+    (bench/README.md). A run checks what it changed instead:
 
     * `by: "file"` suites (the raw tables, the per-file tie-out): the rows of `files`, the
       landed files no validation has passed yet (`for_run`). Raw rows only change with their

@@ -1,6 +1,6 @@
 """Data-quality gate, the suites: `expectations/*.json` read and checked as plain JSON (no GX
 import), the SQL that reads a suite's batch from DuckDB, and GX's results put back in the suite
-file's order. `recon.validate` explains the design.
+file's order. `recon.gate.run` explains the design.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Suite:
     row_key: tuple[str, ...]
     expectations: tuple[dict, ...]
     # `meta.scope`: how a run may check only its own rows, ("file" | "day", column): the rows
-    # of the files it landed, or of the days it built (`recon.validate.Scope`); None: always all
+    # of the files it landed, or of the days it built (`recon.gate.scope.Scope`); None: always all
     scope: tuple[str, str] | None = None
     where: str | None = None  # this run's predicate on the batch's rows (None: every row)
 

@@ -65,7 +65,7 @@ def _utf8_error(raw: bytes) -> str | None:
 def _json_but_for_encoding(line: bytes) -> bool:
     """Is `line` JSON once its bytes that are not UTF-8 are replaced? (a JSON Lines file whose
     first line has a Latin-1 byte is still JSON Lines: that line is quarantined, not the rest
-    decoded with replacement characters, as until 0.10.6)"""
+    decoded with replacement characters)"""
     try:
         orjson.loads(line.decode("utf-8", "replace"))
     except orjson.JSONDecodeError:

@@ -146,14 +146,13 @@ def lines_table(data, offsets, line_no, split: bool = False) -> pa.Table:
     # DuckDB parses one Arrow batch on one thread per row group's worth of rows (122,880): a
     # chunk of fewer than two row groups of lines as one batch is parsed by one thread, as
     # several batches (zero-copy slices) by both cores. Few, big lines (35k two-kilobyte pod
-    # versions in 64 MiB): the 500-node day's pod watch files land 1.4x faster split (session
-    # 11). Short lines in small files (a collector's hourly files: the target day's jobs cut
-    # into 24 files of 84k lines) land 1.0-1.8 s faster per 2 M jobs split (session 18); a
+    # versions in 64 MiB): the 500-node day's pod watch files land 1.4x faster split. Short lines in small files (a collector's hourly files: the target day's jobs cut
+    # into 24 files of 84k lines) land 1.0-1.8 s faster per 2 M jobs split; a
     # 64 MiB chunk of jobs (two whole row groups of lines) DuckDB already splits, and slicing
     # it costs more (measured). A big List's items
     # (Kubernetes objects: the target day's 64 MiB chunks of events.json hold 85k of ~790
     # bytes) are split however many: they land in 0.60 s instead of 0.83 s, at the same CPU
-    # (session 11; the jobs and workers files, ~240 and ~560 bytes a line, land slower split).
+    # (the jobs and workers files, ~240 and ~560 bytes a line, land slower split; bench/README.md).
     return whole if n >= SPLIT_BELOW and not split else pa.Table.from_batches(
         whole.to_batches(max_chunksize=max(MIN_BATCH_ROWS, -(-n // BATCHES))))
 
@@ -182,7 +181,7 @@ def row_group_parts(n: int) -> list[tuple[int, int]]:
 # Reading buffers (RECON_READ_BUFFERS). 2 = read ahead: a thread reads and indexes the next
 # chunk while DuckDB parses this one (measured when it also hashed there: the target day landed
 # ~0.5-0.8 s faster and peaked ~300 MB higher, 1,880-1,940 MiB); 1 = read, then parse, with the
-# hash beside the parse (session 12; bench/README.md).
+# hash beside the parse (bench/README.md).
 BUFFERS = int(os.environ.get("RECON_READ_BUFFERS", "1"))
 BATCHES = 8
 MIN_BATCH_ROWS = 1024
@@ -193,7 +192,7 @@ def _buffer_size(path: Path) -> int:
 
     A fresh buffer is zeroed whole, and landing makes one per file: 64 MiB cost ~40 ms each,
     so 55 hourly files of 380 KB landed in 3.9 s against 0.25 s for the same lines in one
-    file (bench/README.md, session 17). A file that grows while it is read, or a gzip file
+    file (bench/README.md). A file that grows while it is read, or a gzip file
     that inflates more than guessed, still lands whole: a full buffer yields its whole lines
     as a chunk and is read on (or replaced by a bigger one for a longer line: _produce)."""
     size = path.stat().st_size

@@ -134,7 +134,7 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
         now_ns = time.time_ns()
         # Big Kubernetes Lists (events.json: one 160 MB document) are scanned for their items
         # ahead, one at a time in a thread, while the other files land, and land last (the
-        # target day's landing: bench/README.md, sessions 4 and 9).
+        # target day's landing: bench/README.md).
         prepared = {p: ahead.submit(_prepare_ahead, p, str(p.resolve()), limits)
                     for p in files if _needs_landing(p, known, settle_seconds, now_ns)
                     and is_list_candidate(p)}

@@ -24,10 +24,10 @@ COMMON = ["source_file", "record_no", "locator"]
 # Landing has the value at hand (the DuckDB paths extract it with the fields they check; the
 # Python path's rows get it on insert), so that staging's quarantine re-parses only the rows
 # where it is not true instead of every pod version and job (0.4 s and 0.3 s on the 500-node
-# day, bench/README.md session 11). NULL: a row landed before the column existed.
+# day, bench/README.md). NULL: a row landed before the column existed.
 # A job's submittedAt is optional (the /status record has none; submitters add it), but when it
-# is there it must be a timestamp too: until 0.10.7 a malformed one loaded as NULL, silently, and
-# the worker's session started at its first job's execution instead (TS_OPTIONAL).
+# is there it must be a timestamp too: a malformed one would otherwise load as NULL, silently,
+# and the worker's session start at its first job's execution instead (TS_OPTIONAL).
 TS_CHECKED = {"k8s_objects": "$.metadata.creationTimestamp", "serverless_jobs": "$.completedAt"}
 TS_OPTIONAL = {"serverless_jobs": "$.submittedAt"}
 
@@ -97,6 +97,6 @@ def arrow_query(con, name: str, table: pa.Table, sql: str):
     points to. Landing runs in its caller's one transaction and hands DuckDB its reading
     buffers zero-copy, so each landed file's 64 MiB buffer and line offsets were held until
     the commit: +80 MB per 21 MB pod watch file, 2.8 GB at the end of landing 30 days at 100
-    nodes (bench/README.md, session 17). A relation's query binds the table for the statement
+    nodes (bench/README.md). A relation's query binds the table for the statement
     alone (tests/test_landing_memory.py)."""
     return con.from_arrow(table).query(name, sql)

@@ -315,7 +315,8 @@ def read_file(path: Path, display: str, limits=None) -> FileResult:
     data = _open_bytes(path)
     if data.startswith(b"\xef\xbb\xbf"):
         # a UTF-8 byte order mark (Windows tools write one; RFC 8259 lets a parser ignore it):
-        # until 0.10.6 such a file was "not JSON, JSON Lines or a recognised format"
+        # stripped, so that such a file is read as what it is, not "not JSON, JSON Lines or a
+        # recognised format"
         data = data[3:]
     stripped = data.lstrip()
     if not stripped:
