@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from recon.ingest import jsonl as jsonl_mod
-from recon.ingest import lists as lists_mod
-from recon.ingest import land as load_mod
 from recon.db import connect
+from recon.ingest import jsonl as jsonl_mod
+from recon.ingest import land as load_mod
+from recon.ingest import lists as lists_mod
 from recon.ingest.land import load_folder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -439,9 +439,9 @@ def test_harness_copies_the_history_state_and_leaves_the_page_cache_alone(tmp_pa
 def test_staging_reads_each_field_like_the_arrow_operators(tmp_path):
     """Staging parses each document once (json_transform to a struct); on odd documents the
     fields must still be what `doc ->> '$.path'` (the per-field form it replaced) returns."""
-    from recon.config import load_config
     from recon.build.run import build
     from recon.build.settings import write_config
+    from recon.config import load_config
 
     rng = random.Random(11)
     con = connect(tmp_path / "s.duckdb")

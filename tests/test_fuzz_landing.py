@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from recon.config import Landing
-from recon.ingest import jsonl, lists
 from recon.db import connect
+from recon.ingest import jsonl, lists
 from recon.ingest.land import load_folder
 
 LIMITS = Landing(max_record_bytes=32 << 10)  # an oversized record stays cheap to write

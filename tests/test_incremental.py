@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from recon.build.incremental import HASH_CHECK, bounds_of, spec_of
-from recon.pipeline import run
 from recon.build.models import SQL_DIR, sql_models
 from recon.db import connect
+from recon.pipeline import run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -581,9 +581,9 @@ def test_dedupe_keeps_what_ranking_every_row_keeps(tmp_path):
     import json
     import random
 
-    from recon.config import load_config
     from recon.build.run import build
     from recon.build.settings import write_config
+    from recon.config import load_config
 
     rng = random.Random(3)
     con = connect(tmp_path / "d.duckdb")

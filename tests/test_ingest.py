@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from recon.pipeline import run
 from recon.db import connect
+from recon.pipeline import run
 
 
 def pod(uid, rv, *, node=None, conditions=(), statuses=None, created="2026-06-01T10:00:00Z",
@@ -366,9 +366,9 @@ def test_landing_records_the_timestamp_verdict_staging_would_reach_on_every_path
     staging's quarantine would conclude, whichever reader landed the row; the quarantine parses
     only the rows where it is not true, and still finds every bad one when it is NULL (rows
     landed before the column existed)."""
+    from recon.db import RAW_DDL
     from recon.ingest import lists
     from recon.pipeline import build
-    from recon.db import RAW_DDL
 
     monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)  # the List below takes the DuckDB path
     odd = ["yesterday", 1780000000, None, {"at": "2026-06-01T10:00:00Z"}, "2026-06-01 10:00:00",
@@ -430,8 +430,8 @@ def test_a_job_whose_submitted_at_is_there_but_no_timestamp_is_quarantined_on_ev
     execution instead of its submission: cold start lost from the bill's explanation. A present
     value that is no timestamp now quarantines the job, named, whichever reader landed it and in
     a warehouse landed before the check (ts_ok NULL)."""
-    from recon.pipeline import build
     from recon.db import RAW_DDL
+    from recon.pipeline import build
 
     job = {"status": "COMPLETED", "endpointId": "ep", "workerId": "w", "executionTime": 1000,
            "completedAt": "2026-06-01T10:05:00Z"}

@@ -12,9 +12,9 @@ import json
 import pytest
 
 from connectors.pod_secrets import fingerprint, redact_secrets
-from recon.pipeline import run
 from recon.db import connect
 from recon.ingest.land import load_folder
+from recon.pipeline import run
 
 HF_TOKEN = "hf_PLANTEDtokenQx7Vb93kLmN2pRsT"
 JUPYTER = "jupyter-PLANTED-pw-4417"

@@ -63,8 +63,7 @@ def test_big_lists_are_parsed_ahead_in_a_thread_and_results_keep_file_order(
     import threading
 
     from recon import db
-    from recon.ingest import land
-    from recon.ingest import lists
+    from recon.ingest import land, lists
 
     _list_folder(tmp_path)
     monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)
@@ -95,8 +94,7 @@ def test_a_big_document_that_is_no_list_is_read_by_the_python_reader_in_the_list
     import threading
 
     from recon import db
-    from recon.ingest import land
-    from recon.ingest import lists
+    from recon.ingest import land, lists
 
     folder = _list_folder(tmp_path)
     records = [{"endpointId": "ep1", "startTime": f"2026-11-01T{h:02d}:00:00Z",
@@ -141,8 +139,7 @@ def test_a_big_document_that_is_no_list_is_read_by_the_python_reader_in_the_list
 
 def test_a_list_whose_ahead_parse_fails_is_quarantined_and_the_rest_lands(tmp_path, monkeypatch):
     from recon import db
-    from recon.ingest import land
-    from recon.ingest import lists
+    from recon.ingest import land, lists
 
     _list_folder(tmp_path)
     monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)
@@ -168,8 +165,8 @@ def test_build_writes_without_insertion_order_and_restores_the_setting(tmp_path,
     from recon import db
     from recon.build import run as runner
     from recon.build import settings
-    from recon.ingest import land
     from recon.config import load_config
+    from recon.ingest import land
 
     _list_folder(tmp_path)
     con = db.connect(tmp_path / "w.duckdb")
