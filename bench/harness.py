@@ -217,7 +217,8 @@ def child_run(spec: dict) -> dict:
     out: dict = {"stages": {}, "rss_mib": {}, "models": {}}
     t0 = time.perf_counter()
     reset_hwm()
-    from recon import pipeline, warehouse
+    from recon import db as warehouse
+    from recon import pipeline
     out["stages"]["import"] = time.perf_counter() - t0
     out["recon_path"] = pipeline.__file__
 
@@ -301,7 +302,8 @@ def child_run(spec: dict) -> dict:
             t = time.perf_counter()
             import great_expectations  # noqa: F401  (what is left of it, if prefetched)
             st["gx_import"] = time.perf_counter() - t
-            from recon.validate import Scope, validate
+            from recon.gate.run import validate
+            from recon.gate.scope import Scope
 
             t = time.perf_counter()
             # as the daily flow does: the run's days, the files no validation passed yet
@@ -311,7 +313,7 @@ def child_run(spec: dict) -> dict:
             out["rss_mib"]["validation"] = hwm_kib() / 1024
         # exports: the day's costs/findings CSVs
         if spec.get("exports", True):
-            from recon.exports import export_day
+            from recon.outputs.exports import export_day
 
             reset_hwm()
             t = time.perf_counter()
@@ -649,7 +651,7 @@ def history(a, sim: Path) -> dict:
         state = work / "state.duckdb"
         print(f"  building the day-{days.index(last) + 1} starting state ...", file=sys.stderr, flush=True)
         # validated as the daily flow would have (when validation is measured): its files are
-        # then known to have passed, and day N's gate checks day N's (recon.validate.Scope)
+        # then known to have passed, and day N's gate checks day N's (recon.gate.scope.Scope)
         spawn({"mode": "run", "input": str(landn), "db": str(state), "validation": a.validation,
                "exports": False, "day_from": (last - timedelta(days=1)).isoformat(),
                "day_to": (last - timedelta(days=1)).isoformat(), "export_day": first.isoformat()})

@@ -23,7 +23,7 @@ sys.path.insert(0, os.environ.get("BENCH_ROOT", str(Path(__file__).resolve().par
 from recon.ingest.jsonl import land_jsonl  # noqa: E402
 from recon.ingest.lists import land_list  # noqa: E402
 from recon.ingest.reader import read_file  # noqa: E402
-from recon.warehouse import connect  # noqa: E402
+from recon.db import connect  # noqa: E402
 
 
 def main(files: list[str]) -> None:

@@ -89,8 +89,8 @@ def main(argv=None) -> None:
         n = con.execute(f"select count(*) from {table}").fetchone()[0]
         print(f"{table}: {n0:,} -> {n:,} rows ({time.perf_counter() - t0:.1f} s)", flush=True)
     try:  # the measured tree's meta indexes, rebuilt over the copies (as a daily run has them)
-        from recon.incremental import bounds_of, build_bounds, build_key_index, spec_of
-        from recon.warehouse import SQL_DIR
+        from recon.build.incremental import bounds_of, build_bounds, build_key_index, spec_of
+        from recon.build.models import SQL_DIR
 
         con.execute("delete from meta.key_indexes")
         for p in sorted((SQL_DIR / "staging").glob("*.sql")):

@@ -18,6 +18,8 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import INPUTS, NO_CACHE
 
+from recon.outputs.present import utc_cell as _cell
+
 try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.daily_reconciliation`
     from flows.common import (
         RUNPOD_TAG,
@@ -37,7 +39,6 @@ try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.dail
         SUMMARY_KEY,
         SUMMARY_ROWS,
         _awaiting_before,
-        _cell,
         _md,
         bill_states,
         day_summary,
@@ -64,7 +65,6 @@ except ImportError:  # pragma: no cover - the project is not installed
         SUMMARY_KEY,
         SUMMARY_ROWS,
         _awaiting_before,
-        _cell,
         _md,
         bill_states,
         day_summary,
@@ -153,15 +153,15 @@ def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
 def validate_marts(db: str, day: date, last_day: date | None = None) -> dict:
     """VALIDATION GATE: raise here to fail the run loudly before anything is published.
 
-    Runs `recon.validate.validate` (the Great Expectations suites of expectations/, results
+    Runs `recon.gate.run.validate` (the Great Expectations suites of expectations/, results
     in marts.validation_results) when that module exists, on one day or on the window
     `day`..`last_day` (a backfill's batch: one gate for the batch's days and files); any
     critical failure raises with the report. Warnings are logged and shown in the summary. A
     day without billed or active rows is a warning here; the flow fails it after the gate
     (`reconcile_day`: a day with neither lifecycle data nor a bill is not reconciled).
     """
+    from recon.db import connect
     from recon.pipeline import empty_days
-    from recon.warehouse import connect
 
     last_day = last_day or day
     log = logger()
@@ -174,17 +174,18 @@ def validate_marts(db: str, day: date, last_day: date | None = None) -> dict:
         log.warning("no billed or active resource on %s in %s: is the landing area "
                     "complete for that day?", d, db)
     try:
-        from recon.validate import Scope, validate
+        from recon.gate.run import validate
+        from recon.gate.scope import Scope
     except ImportError:
-        log.warning("recon.validate not available: marts published without validation")
-        return {"skipped": "recon.validate not available"}
+        log.warning("recon.gate not available: marts published without validation")
+        return {"skipped": "recon.gate not available"}
     from prefect.runtime import flow_run
 
     run_id = f"{_window(day, last_day)}/{flow_run.id or 'local'}"
     con = connect(db)
     try:
         # the window's rows and the files landed since the last passed gate: its cost follows
-        # the days, not the history (recon.validate.Scope)
+        # the days, not the history (recon.gate.scope.Scope)
         report = validate(con, run_id, scope=Scope.for_run(con, day, last_day))
     finally:
         con.close()
@@ -205,8 +206,8 @@ def export_finance(db: str, day: date, exports_dir: str) -> list[str]:
     category; it ties to the bill) and findings_<day>.csv (`recon.exports.export_day`, the
     files `recon export --day` writes). Each file is written whole or not at all, and a
     rerun replaces it. Runs after the gate, so a day's files only exist once it passed."""
-    from recon.exports import export_day
-    from recon.warehouse import connect
+    from recon.db import connect
+    from recon.outputs.exports import export_day
 
     con = connect(db, read_only=True)
     try:
@@ -244,8 +245,8 @@ def publish_summary(db: str, day: date, load: dict | None = None,
 
 def _mark_published(db: str, day: date, validation: dict | None) -> None:
     """The day is done: a backfill skips it from now on (recon.published)."""
+    from recon.db import connect
     from recon.published import mark_published
-    from recon.warehouse import connect
 
     con = connect(db)
     try:
@@ -349,7 +350,7 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
         trailing_days: With pull_provider, the days pulled, rebuilt and published again,
             ending with `day` (Runpod restates recent buckets, so recent days are pulled
             again; a later pull of a bucket wins, and its day's marts and CSVs follow it).
-        validation: Run the data-quality gate (recon.validate, Great Expectations suites)
+        validation: Run the data-quality gate (recon.gate, Great Expectations suites)
             before publishing; a critical failure fails the run.
         settle_seconds: Leave files modified less than this long ago for a later run (the
             collector appends to the current hour's file; landing it half-written would make

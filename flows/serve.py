@@ -86,3 +86,24 @@ def _serve(landing_dir: str, db: str, cron: str, exports_dir: str | None = "data
                                schedules=[Cron(cron, timezone="UTC")],
                                parameters=serve_parameters(landing_dir, db, exports_dir,
                                                            settle_seconds))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m flows.serve`: what `recon serve` runs (the library does not import flows/),
+    with its options."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m flows.serve",
+                                description="Serve the daily reconciliation on its cron.")
+    p.add_argument("--landing-dir", required=True)
+    p.add_argument("--db", required=True)
+    p.add_argument("--cron", default="30 2 * * *")
+    p.add_argument("--port", type=int, default=4200)
+    p.add_argument("--exports-dir", default="data/exports", help="'' for none")
+    p.add_argument("--settle", type=int, default=600)
+    a = p.parse_args(argv)
+    serve_daily(a.landing_dir, a.db, a.cron, a.port, a.exports_dir or None, a.settle)
+
+
+if __name__ == "__main__":
+    main()

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import html
 import re
-from datetime import UTC, date, datetime
-from decimal import Decimal
+from datetime import date
 from pathlib import Path
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+
+from recon.outputs.present import SUMMARY_ROWS, usd, utc_cell
 
 try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.daily_reconciliation`
     from flows.common import WAREHOUSE_TAG, days_between, logger
@@ -28,8 +29,8 @@ TOP_FINDINGS = 10
 
 def day_summary(db: str, day: date) -> tuple[dict, list[dict]]:
     """The day's summary row (as `recon run` prints it) and its findings, most money first."""
+    from recon.db import connect
     from recon.pipeline import summarise
-    from recon.warehouse import connect
 
     con = connect(db, read_only=True)
     try:
@@ -45,16 +46,6 @@ def day_summary(db: str, day: date) -> tuple[dict, list[dict]]:
     return summary, findings
 
 
-def _cell(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, datetime):
-        return v.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    if isinstance(v, Decimal):  # plain digits: str() gives 0E-12 for a zero amount
-        return format(v, "f")
-    return str(v)
-
-
 # Markdown's own punctuation where data may stand: `[text](url)` would be a link, `|` would end
 # the table cell, a backtick a code span
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -64,28 +55,8 @@ def _md(v) -> str:
     """A value from data (pod, namespace and file names, messages quoting them) as text in a
     markdown table cell: the UI renders HTML in markdown, so `<img>`/`<svg>` from a pod name
     would be rendered; its &, < and > become entities, and markdown's punctuation is escaped."""
-    text = html.escape(_cell(v), quote=False)
+    text = html.escape(utc_cell(v), quote=False)
     return _MD_SPECIAL.sub(r"\\\1", text).replace("\r", " ").replace("\n", " ")
-
-
-def _usd(v) -> str:
-    return str(Decimal(v or 0).quantize(Decimal("0.01")))
-
-
-SUMMARY_ROWS = (  # (label, summary key); the test reads these labels back. The rows under
-    # Billed add up to it (recon.pipeline.SUMMARY_METRICS partitions the categories).
-    ("Billed", "billed"),
-    ("Busy", "busy"),
-    ("Serverless execution", "serverless_execution"),
-    ("Startup / cold start", "startup"),
-    ("Tail (billed after exit)", "tail"),
-    ("Serverless idle", "serverless_idle"),
-    ("Serverless rounding", "serverless_rounding"),
-    ("Idle gap + unobserved", "idle_unobserved"),
-    ("Storage, compute running", "storage_running"),
-    ("Lingering storage", "lingering_storage"),
-    ("Network volume", "network_volume"),
-)
 
 
 def render_markdown(day: date, db: str, summary: dict | None, findings: list[dict],
@@ -95,10 +66,10 @@ def render_markdown(day: date, db: str, summary: dict | None, findings: list[dic
         lines += [f"No billed resource for {day} in `{db}`.", ""]
     else:
         lines += ["| category | USD |", "|---|---:|"]
-        lines += [f"| {label} | {_usd(summary[key])} |" for label, key in SUMMARY_ROWS]
-        lines += [f"| At stake ({summary['findings']} findings) | {_usd(summary['at_stake'])} |",
+        lines += [f"| {label} | {usd(summary[key])} |" for label, key in SUMMARY_ROWS]
+        lines += [f"| At stake ({summary['findings']} findings) | {usd(summary['at_stake'])} |",
                   ("| of it outside the day's bill (savings-plan upfront, unbilled work, "
-                   f"balance shortfall) | {_usd(summary.get('at_stake_outside_bill', 0))} |"),
+                   f"balance shortfall) | {usd(summary.get('at_stake_outside_bill', 0))} |"),
                   ""]
     if findings:
         top = findings[:TOP_FINDINGS]
@@ -106,7 +77,7 @@ def render_markdown(day: date, db: str, summary: dict | None, findings: list[dic
                   "| # | code | severity | resource | USD at stake | message |",
                   "|---:|---|---|---|---:|---|"]
         lines += [f"| {i} | {f['code']} | {f['severity']} | {_md(f['resource_id'])} | "
-                  f"{_usd(f['amount_at_stake'])} | {_md(f['message'])} |"
+                  f"{usd(f['amount_at_stake'])} | {_md(f['message'])} |"
                   for i, f in enumerate(top, 1)]
         lines.append("")
     if load:
@@ -139,15 +110,17 @@ def render_awaiting(day: date, db: str, held: dict, load: dict | None,
     """The artifact of a day whose provider bill has not landed (`recon.published`): nothing of
     its money is published, and it says what the day waits for and what is known so far."""
     last = held.get("last_pulled_at")
-    pulled = (f"the latest pull holding a line of the day was made at {_cell(last)}" if last
+    pulled = (f"the latest pull holding a line of the day was made at "
+              f"{utc_cell(last)}" if last
               else "no bill line of the day has landed")
     lines = [f"# GPU billing reconciliation, {day} (UTC)", "",
              f"**Awaiting the provider's bill: {day} is not published.**", "",
              (f"{held['resources']} resource(s) have lifecycle data or bill lines on {day}, and "
              f"the day's bill has not landed: no bill line of the day comes from a pull made at "
-             f"or after {_cell(held['landed_after'])} (the day's end + bill_arrival_minutes = "
-             f"{held['arrival_minutes']}); {pulled}. Known so far: {_usd(held['billed'])} USD "
-             f"billed, {_usd(held['amount'])} USD with the unbilled work priced from lifecycle × "
+             f"or after {utc_cell(held['landed_after'])} (the day's end + "
+             f"bill_arrival_minutes = "
+             f"{held['arrival_minutes']}); {pulled}. Known so far: {usd(held['billed'])} USD "
+             f"billed, {usd(held['amount'])} USD with the unbilled work priced from lifecycle × "
              f"rate (`marts.settlement`, state `awaiting_bill`)."), "",
              ("No finance CSVs were written and the day is not recorded as published: the "
               "next daily run or a backfill builds it again and publishes it once its bill "
@@ -166,8 +139,8 @@ def render_awaiting(day: date, db: str, held: dict, load: dict | None,
 def bill_states(db: str, day: date, last_day: date | None = None) -> dict[date, str]:
     """Each day of `day`..`last_day` as built: `awaiting_bill`, `empty` or `billed`
     (recon.published.day_states)."""
+    from recon.db import connect
     from recon.published import day_states
-    from recon.warehouse import connect
 
     con = connect(db, read_only=True)
     try:
@@ -183,8 +156,8 @@ def hold_awaiting(db: str, day: date, load: dict | None = None,
     is the latest one for the deployment), nothing is exported, and the day is not recorded as
     published (a publication recorded for it before is withdrawn), so that the next daily run
     or backfill builds it again."""
+    from recon.db import connect
     from recon.published import awaiting_summary, unmark_published
-    from recon.warehouse import connect
 
     con = connect(db, read_only=True)
     try:
@@ -200,15 +173,15 @@ def hold_awaiting(db: str, day: date, load: dict | None = None,
         con.close()
     logger().warning("%s: awaiting the provider's bill (%d resource(s), %s USD billed so far): "
                      "not published; built again by the next run", day, held["resources"],
-                     _usd(held["billed"]))
+                     usd(held["billed"]))
     return {"day": day.isoformat(), "state": "awaiting_bill", "published": False,
-            "resources": held["resources"], "billed": _usd(held["billed"]),
-            "estimated": _usd(held["amount"])}
+            "resources": held["resources"], "billed": usd(held["billed"]),
+            "estimated": usd(held["amount"])}
 
 
 def empty_days_error(db: str, empty: list[date]) -> RuntimeError:
+    from recon.db import connect
     from recon.pipeline import billed_span
-    from recon.warehouse import connect
 
     con = connect(db, read_only=True)
     try:
@@ -222,8 +195,8 @@ def empty_days_error(db: str, empty: list[date]) -> RuntimeError:
 
 
 def _awaiting_before(db: str, first: date) -> list[date]:
+    from recon.db import connect
     from recon.published import awaiting_before
-    from recon.warehouse import connect
 
     if not Path(db).exists():
         return []

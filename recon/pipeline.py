@@ -9,9 +9,12 @@ from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 
+from .build.run import build
+from .build.settings import write_config
 from .config import Config, load_config
+from .db import connect
+from .ingest.land import load_folder
 from .sqlfiles import query
-from .warehouse import build, connect, load_folder, write_config
 
 log = logging.getLogger(__name__)
 DEFAULT_DB = Path("data/recon.duckdb")
@@ -27,11 +30,11 @@ class RunResult:
     skipped: int = 0
     staging_quarantined: int = 0
     # staging's quarantine by source file: `recon run` names each file with what it lost at
-    # load *and* in staging (it said 1 record of a file whose 2 were quarantined until 0.10.6)
+    # load *and* in staging (a file with one record quarantined at each counts 2, not 1)
     staging_quarantined_by_file: dict[str, int] = field(default_factory=dict)
     days: list[dict] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
-    validation: object | None = None  # recon.validate.ValidationReport when validated
+    validation: object | None = None  # recon.gate.run.ValidationReport when validated
     # days of the run's --from/--to window without a billed or active resource, and the first
     # and last day the landed bills cover (None: no bill landed): a window that misses the data
     # is a mistake worth saying, not an empty summary
@@ -49,7 +52,7 @@ def find_config(input_dir: Path, config: str | Path | None) -> Config:
 SUMMARY_METRICS = {
     # metric: categories of marts.billed_segments it sums. The metrics after `billed` partition
     # the categories (tests/test_pipeline.py holds them to it), so that they add up to the bill:
-    # until 0.10.5 serverless execution, storage while compute ran and rounding had no row.
+    # serverless execution, storage while compute runs and rounding each have their row.
     "billed": None,
     "busy": ("busy",),
     "serverless_execution": ("execution",),
@@ -120,7 +123,7 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
     their results land in marts.validation_results; `RunResult.validation` holds the report.
     With `validate` or `prefetch_gate` (a gate follows in another call: the daily flow's next
     task), great_expectations starts importing on a thread during the commit
-    (`recon.validate.prefetch_gx`).
+    (`recon.gate.gx.prefetch_gx`).
     `progress(i, n, file)` is called as each file lands; `on_stage(text)` as each later stage
     starts: "building staging", "building intermediate", …, "writing the warehouse",
     "validating".
@@ -151,7 +154,7 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
             timings["config"] = time.perf_counter() - t1
             build(con, timings, transaction=False, on_model=on_model)
             if validate or prefetch_gate:
-                from .validate import prefetch_gx
+                from .gate.gx import prefetch_gx
 
                 prefetch_gx()  # the commit below keeps one core busy, the import takes the other
             stage("writing the warehouse")
@@ -180,8 +183,8 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         if validate:
             import uuid
 
-            from .validate import Scope
-            from .validate import validate as run_validation
+            from .gate.run import validate as run_validation
+            from .gate.scope import Scope
 
             stage("validating")
             t1 = time.perf_counter()

@@ -1,6 +1,6 @@
 """The ad-hoc queries of `sql/queries/`: SQL the code runs (the gate's tie-outs, the summary,
 `recon check` and `recon whatif`) that is no model, so that no SQL lives in Python strings or
-suite JSON. `sql/queries/` is not a layer of `recon.warehouse.LAYERS`: nothing builds it."""
+suite JSON. `sql/queries/` is not a layer of `recon.build.models.LAYERS`: nothing builds it."""
 
 from __future__ import annotations
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from recon.db import connect
 from recon.ingest import jsonl as jsonl_mod
+from recon.ingest import land as load_mod
 from recon.ingest import lists as lists_mod
-from recon.ingest import load as load_mod
-from recon.warehouse import connect, load_folder
+from recon.ingest.land import load_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -173,8 +174,8 @@ def _snapshot(con):
 def _land(folder, db, fast: bool, monkeypatch):
     with monkeypatch.context() as m:
         if not fast:
-            m.setattr("recon.warehouse.land_jsonl", lambda con, p, d, limits=None: None)
-            m.setattr("recon.warehouse.land_list", lambda con, p, d, prepared=None, limits=None: None)
+            m.setattr("recon.ingest.land.land_jsonl", lambda con, p, d, limits=None: None)
+            m.setattr("recon.ingest.land.land_list", lambda con, p, d, prepared=None, limits=None: None)
         else:  # small chunks: lines and files cross chunk boundaries; every List through DuckDB
             m.setattr(jsonl_mod, "FAST_CHUNK", 4096)
             m.setattr(jsonl_mod, "MIN_BATCH_ROWS", 2)  # chunks of several Arrow batches
@@ -273,12 +274,12 @@ def test_fast_path_is_taken_and_unchanged_files_are_not_reread(tmp_path, monkeyp
         calls.append(r is not None)
         return r
 
-    monkeypatch.setattr("recon.warehouse.land_jsonl", spy)
+    monkeypatch.setattr("recon.ingest.land.land_jsonl", spy)
     con = connect(tmp_path / "db.duckdb")
     (r,) = load_folder(con, folder)
     assert calls == [True] and (r.loaded, r.records_in) == (50, 50)
     hashed = []
-    monkeypatch.setattr("recon.warehouse.sha256_of", lambda p: hashed.append(p) or "x")
+    monkeypatch.setattr("recon.ingest.land.sha256_of", lambda p: hashed.append(p) or "x")
     (r,) = load_folder(con, folder)
     assert r.unchanged and hashed == [] and calls == [True]  # same size and mtime: no read
     con.close()
@@ -438,8 +439,9 @@ def test_harness_copies_the_history_state_and_leaves_the_page_cache_alone(tmp_pa
 def test_staging_reads_each_field_like_the_arrow_operators(tmp_path):
     """Staging parses each document once (json_transform to a struct); on odd documents the
     fields must still be what `doc ->> '$.path'` (the per-field form it replaced) returns."""
+    from recon.build.run import build
+    from recon.build.settings import write_config
     from recon.config import load_config
-    from recon.warehouse import build, write_config
 
     rng = random.Random(11)
     con = connect(tmp_path / "s.duckdb")

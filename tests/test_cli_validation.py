@@ -188,7 +188,7 @@ def test_a_locked_warehouse_or_a_full_disk_is_one_line_and_exit_1(sim_run, tmp_p
     finally:
         holder.kill()
         holder.wait()
-    import recon.exports
+    import recon.outputs.exports
     import recon.pipeline
 
     for exc in (duckdb.FatalException("FATAL Error: could not write: No space left on device"),
@@ -201,7 +201,7 @@ def test_a_locked_warehouse_or_a_full_disk_is_one_line_and_exit_1(sim_run, tmp_p
         assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
         assert r.output.startswith(f"error: no space left on the disk while writing "
                                    f"{tmp_path / 'w.duckdb'}: free space there"), r.output
-        monkeypatch.setattr(recon.exports, "export_day", full)
+        monkeypatch.setattr(recon.outputs.exports, "export_day", full)
         r = CliRunner().invoke(app, ["export", "--db", str(sim_run["db"]), "--day", "2026-06-01",
                                      "--out", str(tmp_path / "ex")], terminal_width=300)
         assert r.exit_code == 1 and "no space left on the disk while writing into" in r.output

@@ -9,7 +9,8 @@ import shutil
 import duckdb
 import pytest
 
-from recon.validate import load_suites, validate
+from recon.gate.run import validate
+from recon.gate.suites import load_suites
 
 SUITES = load_suites()  # plain JSON: collecting the cases does not import great_expectations
 TABLE_SUITES = {s.name for s in SUITES if s.table}
@@ -365,7 +366,7 @@ CASE_IDS = [(s, label) for s, cases in CASES.items() for label in cases]
 
 @pytest.fixture(scope="module")
 def gx_session():
-    from recon.validate import GxSession
+    from recon.gate.gx import GxSession
 
     return GxSession()
 
@@ -473,7 +474,7 @@ def test_bad_suite_and_missing_table_are_reported(wh, gx_session, tmp_path):
 def test_the_per_file_tie_out_counts_every_raw_table():
     """Each landed record is in one raw table; the tie-out must count them all (it once left
     out raw.focus_rows and raw.prometheus_series: a FOCUS file failed every gate)."""
-    from recon.ingest.reader import TABLES
+    from recon.ingest.raw_tables import TABLES
 
     query = next(s for s in load_suites() if s.name == "raw.files").query
     assert TABLES and {t for t in TABLES if f"from raw.{t}" not in query} == set()

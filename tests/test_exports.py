@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from recon import exports
 from recon.cli import app
+from recon.outputs import exports
 
 DAYS = ("2026-06-01", "2026-06-02")
 MONEY_RE = re.compile(r"-?\d+\.\d{12}")
@@ -99,7 +99,7 @@ def test_costs_rows_follow_the_allocation_rules(month_export):
 
 def rebuild_allocation(con):
     """Rebuild marts.allocation after a test changed the intermediate tables it reads."""
-    from recon.warehouse import SQL_DIR
+    from recon.build.models import SQL_DIR
 
     con.execute("create or replace table marts.allocation as "
                 + (SQL_DIR / "marts" / "allocation.sql").read_text())
@@ -138,8 +138,8 @@ def test_overlapping_pods_split_by_gpu_share_of_the_node(sim_run, tmp_path):
 def test_workload_name_uses_labels_then_strips_generated_suffixes(tmp_path):
     import json
 
+    from recon.db import connect
     from recon.pipeline import run
-    from recon.warehouse import connect
 
     pods = [("batch-infer-29p0t-xd7tz", {"app": "batch-infer"}, "batch-infer"),
             ("x-abcde", {"app.kubernetes.io/name": "llm", "app": "y"}, "llm"),

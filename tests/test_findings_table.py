@@ -81,7 +81,7 @@ def test_effective_dated_rate_card(tmp_path):
                 '[[rates.effective]]\nkind = "pod_per_hour"\nkey = "pod1"\nusd = "0.86"\nfrom = "2026-06-01"\n']
     w.write()
     from recon.pipeline import run
-    from recon.warehouse import connect
+    from recon.db import connect
     run(tmp_path / "a" / "in", tmp_path / "a" / "db.duckdb")
     con = connect(tmp_path / "a" / "db.duckdb", read_only=True)
     assert con.execute("select billed_seconds from marts.resource_day").fetchall() == [(Decimal("3900.000"),)]

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from recon.pipeline import run
-from recon.warehouse import connect
+from recon.db import connect
 
 COLS_12 = ["BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "BillingAccountId",
            "BillingAccountName", "BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from recon.config import Landing
+from recon.db import connect
 from recon.ingest import jsonl, lists
-from recon.warehouse import connect, load_folder
+from recon.ingest.land import load_folder
 
 LIMITS = Landing(max_record_bytes=32 << 10)  # an oversized record stays cheap to write
 BAD_TIMES = ["0001-01-01T00:00:00Z", "-2026-06-01T00:00:00Z", "9999-12-31T23:59:59Z",

@@ -13,7 +13,7 @@ from test_focus import row, write_csv
 
 from recon.pipeline import run
 from recon.simulate import simulate
-from recon.warehouse import connect
+from recon.db import connect
 
 
 def test_every_input_kind_passes_the_gate(tmp_path):

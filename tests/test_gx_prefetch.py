@@ -1,5 +1,5 @@
 """Great Expectations starts importing during the build's commit when a gate follows
-(`recon.validate.prefetch_gx`): after the models, before the commit, once per process, never
+(`recon.gate.gx.prefetch_gx`): after the models, before the commit, once per process, never
 when no gate follows."""
 
 import json
@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-import recon.validate as V
+import recon.gate.gx as V
 from recon import pipeline
 
 
@@ -40,7 +40,7 @@ def test_prefetch_after_the_models_before_the_commit(sim_run, tmp_path, calls, k
 def test_prefetch_imports_once_on_a_thread():
     script = textwrap.dedent("""
         import json, sys, threading, time
-        import recon.validate as V
+        import recon.gate.gx as V
         before = "great_expectations" in sys.modules
         V.prefetch_gx(); V.prefetch_gx()
         threads = [t.name for t in threading.enumerate() if t.name == "recon-gx-prefetch"]

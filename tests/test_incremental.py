@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from recon.incremental import HASH_CHECK, bounds_of, spec_of
+from recon.build.incremental import HASH_CHECK, bounds_of, spec_of
+from recon.build.models import SQL_DIR, sql_models
+from recon.db import connect
 from recon.pipeline import run
-from recon.warehouse import SQL_DIR, connect, sql_models
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,7 +79,7 @@ def test_daily_runs_parse_only_new_files_and_equal_a_full_rebuild(daily, tmp_pat
     shutil.copy(root / "daily" / "recon.toml", land / "recon.toml")
     db = tmp_path / "w.duckdb"
     merged = []
-    import recon.incremental as inc
+    import recon.build.incremental as inc
 
     real_merge = inc.StagingState.merge
     monkeypatch.setattr(inc.StagingState, "merge",
@@ -310,7 +311,7 @@ def test_a_key_index_built_under_another_hash_is_rebuilt(daily, tmp_path):
 
 def test_the_delta_reads_no_raw_table_directly(tmp_path):
     """Every `raw.<table>` of an incremental model is read through the new files' view."""
-    from recon.incremental import StagingState
+    from recon.build.incremental import StagingState
 
     con = connect(tmp_path / "d.duckdb")
     state = StagingState(con)
@@ -534,9 +535,9 @@ def test_reports_refuse_days_a_window_run_did_not_build(daily, tmp_path):
     what-if for another day says so instead of showing partial numbers."""
     from datetime import date
 
-    from recon.exports import network_volume_lingering
-    from recon.report import report_data
-    from recon.whatif import whatif
+    from recon.outputs.exports import network_volume_lingering
+    from recon.outputs.report import report_data
+    from recon.outputs.whatif import whatif
 
     root, _ = daily
     db = tmp_path / "w.duckdb"
@@ -556,7 +557,7 @@ def test_a_window_over_all_the_data_skips_the_scope(daily, tmp_path, monkeypatch
     staging; the run reads staging directly (and builds the same marts)."""
     from datetime import date
 
-    import recon.warehouse as wh
+    import recon.build.run as wh
 
     built = []
     real = wh._build_one
@@ -580,8 +581,9 @@ def test_dedupe_keeps_what_ranking_every_row_keeps(tmp_path):
     import json
     import random
 
+    from recon.build.run import build
+    from recon.build.settings import write_config
     from recon.config import load_config
-    from recon.warehouse import build, write_config
 
     rng = random.Random(3)
     con = connect(tmp_path / "d.duckdb")
@@ -795,8 +797,8 @@ def test_new_rows_are_found_by_this_runs_rowids_or_the_slow_way(daily, tmp_path,
     """Staging finds the new files' raw rows from the rowids noted before this transaction
     landed them; files landed by an earlier transaction (here: a load without a build) are found
     by looking for their first row. Either way staging equals a full rebuild."""
-    from recon.incremental import StagingState
-    from recon.warehouse import load_folder
+    from recon.build.incremental import StagingState
+    from recon.ingest.land import load_folder
 
     seen, views = [], []
     real = StagingState._landed_here
@@ -838,7 +840,7 @@ def test_scope_views_give_every_version_of_the_pods_they_keep(daily, tmp_path, m
     among the pods it keeps (zone maps skip older row groups): that cut must leave out none of
     their versions. scope.stg_runpod__jobs is a view too; scope.stg_k8s__events, read twice,
     stays a copy."""
-    import recon.warehouse as wh
+    import recon.build.run as wh
 
     seen = {}
     real = wh._build_one
@@ -894,7 +896,7 @@ def test_the_window_keeps_an_event_that_carries_a_last_time_only(daily, tmp_path
     import json as _json
     from datetime import date
 
-    import recon.warehouse as wh
+    import recon.build.run as wh
 
     root, _ = daily
     sim = tmp_path / "sim"
@@ -931,7 +933,7 @@ def test_a_file_modified_in_the_future_is_landed_with_a_warning(sim_run, tmp_pat
     how far ahead its clock was."""
     import time as _time
 
-    from recon.warehouse import load_folder
+    from recon.ingest.land import load_folder
 
     land = tmp_path / "land"
     land.mkdir()

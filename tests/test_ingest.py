@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
+from recon.db import connect
 from recon.pipeline import run
-from recon.warehouse import connect
 
 
 def pod(uid, rv, *, node=None, conditions=(), statuses=None, created="2026-06-01T10:00:00Z",
@@ -163,7 +163,7 @@ def test_missing_rate_is_a_finding_not_a_zero(folder, tmp_path):
     con.close()
     # the gate publishes the day: the unconverted money is the finding's (and allocation's
     # __unallocated__), not a segment's, so the amount tie-out leaves that resource-day out
-    from recon.validate import validate
+    from recon.gate.run import validate
 
     con = connect(tmp_path / "db.duckdb")
     report = validate(con, "t", suites=["tieout.billed_seconds"], write=False)
@@ -277,7 +277,7 @@ def test_query_shows_decimals_in_plain_digits(tmp_path):
     from typer.testing import CliRunner
 
     from recon.cli import app
-    from recon.warehouse import connect
+    from recon.db import connect
 
     db = tmp_path / "w.duckdb"
     connect(db).close()
@@ -298,7 +298,7 @@ def test_a_command_on_a_warehouse_never_built_says_so(tmp_path, args):
     from typer.testing import CliRunner
 
     from recon.cli import app
-    from recon.warehouse import connect
+    from recon.db import connect
 
     db = tmp_path / "empty.duckdb"
     connect(db).close()
@@ -324,7 +324,7 @@ def test_a_bad_day_or_setting_is_a_clear_error(tmp_path, args, says):
     from typer.testing import CliRunner
 
     from recon.cli import app
-    from recon.warehouse import connect
+    from recon.db import connect
 
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "x.json").write_text("{}")
@@ -367,9 +367,9 @@ def test_landing_records_the_timestamp_verdict_staging_would_reach_on_every_path
     staging's quarantine would conclude, whichever reader landed the row; the quarantine parses
     only the rows where it is not true, and still finds every bad one when it is NULL (rows
     landed before the column existed)."""
+    from recon.db import RAW_DDL
     from recon.ingest import lists
     from recon.pipeline import build
-    from recon.warehouse import RAW_DDL
 
     monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)  # the List below takes the DuckDB path
     odd = ["yesterday", 1780000000, None, {"at": "2026-06-01T10:00:00Z"}, "2026-06-01 10:00:00",
@@ -431,8 +431,8 @@ def test_a_job_whose_submitted_at_is_there_but_no_timestamp_is_quarantined_on_ev
     instead of its submission, cold start lost from the bill's explanation. A present value that
     is no timestamp quarantines the job, named, whichever reader landed it and in a warehouse
     landed before the check (ts_ok NULL)."""
+    from recon.db import RAW_DDL
     from recon.pipeline import build
-    from recon.warehouse import RAW_DDL
 
     job = {"status": "COMPLETED", "endpointId": "ep", "workerId": "w", "executionTime": 1000,
            "completedAt": "2026-06-01T10:05:00Z"}
@@ -523,7 +523,7 @@ def test_the_collectors_resume_state_in_the_landing_area_is_skipped_not_quaranti
     daily run loads that landing area whole: quarantined as 'not a recognised input record',
     the state file would put a warning in every daily log."""
     from connectors.kubernetes.landing import StateStore
-    from recon.warehouse import load_folder
+    from recon.ingest.land import load_folder
 
     state = StateStore(folder, "c1")
     state.save("pods", "1001")

@@ -18,7 +18,8 @@ from test_ingest import pod as k8s_pod
 
 from recon.config import Landing, load_config
 from recon.ingest import guards, jsonl, lists
-from recon.warehouse import connect, load_folder
+from recon.db import connect
+from recon.ingest.land import load_folder
 
 
 def pod(uid, rv, labels=None, **kw):

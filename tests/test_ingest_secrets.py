@@ -12,8 +12,9 @@ import json
 import pytest
 
 from connectors.pod_secrets import fingerprint, redact_secrets
+from recon.db import connect
+from recon.ingest.land import load_folder
 from recon.pipeline import run
-from recon.warehouse import connect, load_folder
 
 HF_TOKEN = "hf_PLANTEDtokenQx7Vb93kLmN2pRsT"
 JUPYTER = "jupyter-PLANTED-pw-4417"
@@ -133,8 +134,8 @@ def test_no_planted_secret_in_any_table_whichever_path_landed_it(tmp_path, monke
     if fast:
         monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)  # the List through DuckDB too
     else:
-        monkeypatch.setattr("recon.warehouse.land_jsonl", lambda con, p, d, limits=None: None)
-        monkeypatch.setattr("recon.warehouse.land_list", lambda con, p, d, prepared=None, limits=None: None)
+        monkeypatch.setattr("recon.ingest.land.land_jsonl", lambda con, p, d, limits=None: None)
+        monkeypatch.setattr("recon.ingest.land.land_list", lambda con, p, d, prepared=None, limits=None: None)
     folder = tmp_path / "in" / "cluster=c1"
     _write(folder, big_list=fast)
     res = run(tmp_path / "in", tmp_path / "db.duckdb", validate=False)
@@ -173,8 +174,8 @@ def test_fast_paths_store_what_the_python_reader_stores(tmp_path, monkeypatch):
             if fast:
                 m.setattr(lists, "LIST_MIN_BYTES", 0)
             else:
-                m.setattr("recon.warehouse.land_jsonl", lambda con, p, d, limits=None: None)
-                m.setattr("recon.warehouse.land_list", lambda con, p, d, prepared=None, limits=None: None)
+                m.setattr("recon.ingest.land.land_jsonl", lambda con, p, d, limits=None: None)
+                m.setattr("recon.ingest.land.land_list", lambda con, p, d, prepared=None, limits=None: None)
             root = tmp_path / str(fast)
             _write(root / "in" / "cluster=c1", big_list=True)
             con = connect(root / "db.duckdb")

@@ -15,10 +15,11 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from recon.db import connect
 from recon.ingest import jsonl
-from recon.ingest.reader import arrow_query
+from recon.ingest.land import load_folder
+from recon.ingest.raw_tables import arrow_query
 from recon.simulate import simulate
-from recon.warehouse import connect, load_folder
 
 
 def _zero_copy(buf: bytearray) -> pa.Table:

@@ -62,21 +62,21 @@ def test_big_lists_are_parsed_ahead_in_a_thread_and_results_keep_file_order(
         tmp_path, monkeypatch):
     import threading
 
-    from recon import warehouse
-    from recon.ingest import lists
+    from recon import db
+    from recon.ingest import land, lists
 
     _list_folder(tmp_path)
     monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)
     threads = []
-    real = warehouse.prepare_list
+    real = land.prepare_list
 
     def spy(path):
         threads.append((path.name, threading.current_thread().name))
         return real(path)
 
-    monkeypatch.setattr(warehouse, "prepare_list", spy)
-    con = warehouse.connect(tmp_path / "w.duckdb")
-    results = warehouse.load_folder(con, tmp_path / "in")
+    monkeypatch.setattr(land, "prepare_list", spy)
+    con = db.connect(tmp_path / "w.duckdb")
+    results = land.load_folder(con, tmp_path / "in")
     assert threads and threads[0][0] == "a-events.json"
     assert all(t.startswith("recon-list") for _, t in threads), threads
     assert [r.path.rsplit("/", 1)[1] for r in results] == ["a-events.json", "b-watch.jsonl"]
@@ -93,8 +93,8 @@ def test_a_big_document_that_is_no_list_is_read_by_the_python_reader_in_the_list
     import json
     import threading
 
-    from recon import warehouse
-    from recon.ingest import lists
+    from recon import db
+    from recon.ingest import land, lists
 
     folder = _list_folder(tmp_path)
     records = [{"endpointId": "ep1", "startTime": f"2026-11-01T{h:02d}:00:00Z",
@@ -104,13 +104,13 @@ def test_a_big_document_that_is_no_list_is_read_by_the_python_reader_in_the_list
         {"records": records, "metadata": {}, "x_recon": {"endpoint": "/billing/endpoints"}}))
     monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)
     threads = []
-    real = warehouse.read_file
+    real = land.read_file
 
     def spy(path, display, limits=None):
         threads.append((path.name, threading.current_thread().name))
         return real(path, display, limits)
 
-    monkeypatch.setattr(warehouse, "read_file", spy)
+    monkeypatch.setattr(land, "read_file", spy)
 
     def landed(con):
         return (con.execute("select locator, doc from raw.runpod_billing order by record_no"
@@ -119,8 +119,8 @@ def test_a_big_document_that_is_no_list_is_read_by_the_python_reader_in_the_list
                 con.execute("select kind, records_in, records_loaded, records_quarantined "
                             "from raw.files where source_file like '%c-billing.json'").fetchall())
 
-    con = warehouse.connect(tmp_path / "w.duckdb")
-    results = warehouse.load_folder(con, tmp_path / "in")
+    con = db.connect(tmp_path / "w.duckdb")
+    results = land.load_folder(con, tmp_path / "in")
     assert [r.path.rsplit("/", 1)[1] for r in results] == [
         "a-events.json", "b-watch.jsonl", "c-billing.json"]
     assert [n for n, t in threads if t.startswith("recon-list")] == ["c-billing.json"]
@@ -128,18 +128,18 @@ def test_a_big_document_that_is_no_list_is_read_by_the_python_reader_in_the_list
     assert len(ahead[0]) == 23 and ahead[1] == [("records[5]", "amount is not a number: 'True'")]
     assert ahead[2] == [("runpod_billing", 24, 23, 1)]
     con.close()
-    monkeypatch.setattr(warehouse, "is_list_candidate", lambda p: False)  # no List thread
+    monkeypatch.setattr(land, "is_list_candidate", lambda p: False)  # no List thread
     threads.clear()
-    con = warehouse.connect(tmp_path / "main.duckdb")
-    warehouse.load_folder(con, tmp_path / "in")
+    con = db.connect(tmp_path / "main.duckdb")
+    land.load_folder(con, tmp_path / "in")
     assert ("c-billing.json", threading.current_thread().name) in threads
     assert landed(con) == ahead
     con.close()
 
 
 def test_a_list_whose_ahead_parse_fails_is_quarantined_and_the_rest_lands(tmp_path, monkeypatch):
-    from recon import warehouse
-    from recon.ingest import lists
+    from recon import db
+    from recon.ingest import land, lists
 
     _list_folder(tmp_path)
     monkeypatch.setattr(lists, "LIST_MIN_BYTES", 0)
@@ -147,9 +147,9 @@ def test_a_list_whose_ahead_parse_fails_is_quarantined_and_the_rest_lands(tmp_pa
     def broken(path):
         raise OSError(f"{path.name}: disk went away")
 
-    monkeypatch.setattr(warehouse, "prepare_list", broken)
-    con = warehouse.connect(tmp_path / "w.duckdb")
-    results = {r.path.rsplit("/", 1)[1]: r for r in warehouse.load_folder(con, tmp_path / "in")}
+    monkeypatch.setattr(land, "prepare_list", broken)
+    con = db.connect(tmp_path / "w.duckdb")
+    results = {r.path.rsplit("/", 1)[1]: r for r in land.load_folder(con, tmp_path / "in")}
     assert results["a-events.json"].kind == "unreadable"
     assert results["b-watch.jsonl"].loaded == 20
     reason = con.execute("select reason from raw.quarantine where source_file like '%a-events.json'"
@@ -162,23 +162,26 @@ def test_a_list_whose_ahead_parse_fails_is_quarantined_and_the_rest_lands(tmp_pa
 @pytest.mark.parametrize("before", [True, False])
 def test_build_writes_without_insertion_order_and_restores_the_setting(tmp_path, monkeypatch,
                                                                        before):
-    from recon import warehouse
+    from recon import db
+    from recon.build import run as runner
+    from recon.build import settings
     from recon.config import load_config
+    from recon.ingest import land
 
     _list_folder(tmp_path)
-    con = warehouse.connect(tmp_path / "w.duckdb")
-    warehouse.load_folder(con, tmp_path / "in")
-    warehouse.write_config(con, load_config(None), None, None)
+    con = db.connect(tmp_path / "w.duckdb")
+    land.load_folder(con, tmp_path / "in")
+    settings.write_config(con, load_config(None), None, None)
     con.execute(f"set preserve_insertion_order = {before}")
     seen = []
-    real = warehouse._build_one
+    real = runner._build_one
 
     def spy(con, *a, **k):
         seen.append(con.execute("select current_setting('preserve_insertion_order')").fetchone()[0])
         return real(con, *a, **k)
 
-    monkeypatch.setattr(warehouse, "_build_one", spy)
-    warehouse.build(con)
+    monkeypatch.setattr(runner, "_build_one", spy)
+    runner.build(con)
     assert seen and not any(seen)
     assert con.execute("select current_setting('preserve_insertion_order')").fetchone()[0] is before
     assert con.execute("select count(*) from staging.stg_k8s__pods").fetchone()[0] == 20
@@ -188,12 +191,12 @@ def test_a_warehouse_connection_writes_each_row_group_of_a_bulk_append_as_it_fil
     """connect() sets DuckDB to flush a bulk append's row groups one at a time (its default
     buffers five for the commit to write on one thread: ~90 MB more peak on the 500-node day);
     a read-only connection, which appends nothing, opens as before."""
-    from recon import warehouse
+    from recon import db
 
-    con = warehouse.connect(tmp_path / "w.duckdb")
+    con = db.connect(tmp_path / "w.duckdb")
     assert con.execute("select current_setting('write_buffer_row_group_count')").fetchone()[0] \
-        == warehouse.WRITE_BUFFER_ROW_GROUPS == 1
+        == db.WRITE_BUFFER_ROW_GROUPS == 1
     con.close()
-    ro = warehouse.connect(tmp_path / "w.duckdb", read_only=True)
+    ro = db.connect(tmp_path / "w.duckdb", read_only=True)
     assert ro.execute("select count(*) from raw.files").fetchone()[0] == 0
     ro.close()

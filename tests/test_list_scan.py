@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recon.ingest import list_scan
+from recon.ingest import list_events, list_scan
 from recon.ingest.list_scan import ListLayout, scan_list
 
 CHUNKS = [1, 2, 3, 7, 64, None]  # None: the default chunk size
@@ -225,7 +225,7 @@ def test_big_list_of_scalars_and_strings(tmp_path, monkeypatch):
     p = write(tmp_path, data)
     for chunk in (4096, None):
         check_layout(scan(p, chunk), data, doc)
-    monkeypatch.setattr(list_scan, "_GAP_PIECE", 1000)  # tokens cut between pieces
+    monkeypatch.setattr(list_events, "_GAP_PIECE", 1000)  # tokens cut between pieces
     check_layout(scan(p, 4096), data, doc)
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from engine.build import D0, World
 from recon.pipeline import run
-from recon.warehouse import connect
+from recon.db import connect
 
 COMPUTE = ("startup", "busy", "idle_gap", "tail", "unobserved")
 

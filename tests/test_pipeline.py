@@ -167,20 +167,20 @@ def test_a_run_reports_its_stages_and_recon_run_shows_them(sim_run, tmp_path, mo
     """Landing reports each file; after it, a run of 25 s spends 11 s building and 4 s
     validating, which must not pass in silence. The stages come through `on_stage`, in order,
     and `recon run` prints them once the run has taken STAGE_AFTER_SECONDS."""
-    import recon.cli
+    import recon.cli.run
 
     seen = []
     run(sim_run["root"] / "input", tmp_path / "s.duckdb", validate=True, on_stage=seen.append)
     assert seen == ["building staging", "building intermediate", "building marts",
                     "writing the warehouse", "validating"]
-    monkeypatch.setattr(recon.cli, "STAGE_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(recon.cli.run, "STAGE_AFTER_SECONDS", 0.0)
     r = CliRunner().invoke(app, ["run", "--input", str(sim_run["root"] / "input"), "--db",
                                  str(tmp_path / "c.duckdb"), "--no-validate"], terminal_width=200)
     assert r.exit_code == 0, r.output
     shown = re.findall(r"^(building \w+|writing the warehouse) … \(\d+ s so far\)$", r.output,
                        re.MULTILINE)
     assert shown == seen[:-1]  # no gate: no "validating"
-    monkeypatch.setattr(recon.cli, "STAGE_AFTER_SECONDS", 3600.0)
+    monkeypatch.setattr(recon.cli.run, "STAGE_AFTER_SECONDS", 3600.0)
     r = CliRunner().invoke(app, ["run", "--input", str(sim_run["root"] / "input"), "--db",
                                  str(tmp_path / "d.duckdb"), "--no-validate"], terminal_width=200)
     assert r.exit_code == 0 and "so far)" not in r.output  # a short run stays quiet
@@ -200,7 +200,7 @@ def test_a_window_run_replaces_its_days_and_keeps_the_others(sim_run, tmp_path):
 
 
 def test_memory_limit_defaults_to_a_bound_and_is_configurable(monkeypatch):
-    from recon.warehouse import connect
+    from recon.db import connect
 
     setting = lambda: connect(None).execute("select current_setting('memory_limit')").fetchone()[0]
     monkeypatch.delenv("RECON_MEMORY_LIMIT", raising=False)
@@ -213,7 +213,7 @@ def test_memory_limit_defaults_to_a_bound_and_is_configurable(monkeypatch):
 
 
 def test_a_warehouse_named_after_a_schema_is_refused_clearly(tmp_path):
-    from recon.warehouse import connect
+    from recon.db import connect
 
     with pytest.raises(ValueError, match="named after one of its schemas"):
         connect(tmp_path / "raw.duckdb")
@@ -251,8 +251,8 @@ def test_a_window_outside_the_data_is_said_not_summarised_as_empty(sim_run, tmp_
 
 def test_the_summary_writes_seconds_as_the_report_does():
     """The run summary writes 688.5 s as the report and `recon check` do, not 688.500 s."""
-    from recon.cli import _secs
-    from recon.report import seconds_text
+    from recon.outputs.report import seconds_text
+    from recon.outputs.summary import seconds_text as _secs
 
     for v, want in ((Decimal("688.500"), "688.5"), (Decimal("86400.000"), "86,400"),
                     (Decimal("1341.495"), "1,341.495"), (Decimal("0"), "0"), (12, "12")):
@@ -265,8 +265,10 @@ def test_a_failed_model_inside_the_callers_transaction_is_named_not_masked():
     raised "Current transaction is aborted", which hid the error naming the model."""
     import pytest
 
+    from recon.build.run import build
+    from recon.build.settings import write_config
     from recon.config import Config
-    from recon.warehouse import build, connect, write_config
+    from recon.db import connect
 
     con = connect(None)
     write_config(con, Config(), None, None)

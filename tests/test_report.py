@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from recon.cli import app
-from recon.report import render, report_data, write_report
+from recon.outputs.report import render, report_data, write_report
 from recon.schema import MARTS
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -155,7 +155,7 @@ def test_page_is_self_contained(page):
 def test_seconds_read_as_seconds(page):
     """The findings table shows 86,400 for a whole day (not 86400.000), fractions
     without trailing zeros, and thousands separated, as the split table does."""
-    from recon.report import seconds_text
+    from recon.outputs.report import seconds_text
 
     assert [seconds_text(v) for v in (Decimal("86400.000"), Decimal("688.580"), Decimal("0.000"), None)] \
         == ["86,400", "688.58", "0", ""]
@@ -287,7 +287,7 @@ def test_every_mart_column_is_described_and_vice_versa(marts):
     if "validation_results" not in cols:  # written by the validation step, not by `recon run`
         import duckdb
 
-        from recon.validate import RESULTS_DDL
+        from recon.gate.run import RESULTS_DDL
         mem = duckdb.connect()
         mem.execute("create schema marts")
         mem.execute(RESULTS_DDL)
@@ -317,7 +317,7 @@ def test_chromium_is_where_the_tests_expect_it():
 def test_money_never_shows_minus_zero():
     from decimal import Decimal
 
-    from recon.report import money
+    from recon.outputs.report import money
 
     assert money(Decimal("-0.0000001")) == "0.00"  # a residue below a cent has no sign
     assert money(Decimal("-1.235")) == "-1.24" and money(Decimal("2.345")) == "2.34"

@@ -17,7 +17,8 @@ import json
 import math
 
 import recon.ingest.jsonl as jsonl_mod
-from recon.warehouse import connect, load_folder
+from recon.db import connect
+from recon.ingest.land import load_folder
 
 RG = jsonl_mod.ROW_GROUP
 

@@ -7,7 +7,7 @@ import duckdb
 import pytest
 
 from recon.pipeline import run
-from recon.warehouse import connect
+from recon.db import connect
 
 
 def envelope(records, pulled):

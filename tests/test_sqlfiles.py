@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from recon.sqlfiles import QUERY_DIR, query
-from recon.warehouse import LAYERS, sql_models
+from recon.build.models import LAYERS, sql_models
 
 ROOT = Path(__file__).resolve().parent.parent
 

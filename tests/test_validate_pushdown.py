@@ -1,4 +1,4 @@
-"""Large tables are validated in DuckDB with GX on a small batch (`recon.validate._Pushdown`).
+"""Large tables are validated in DuckDB with GX on a small batch (`recon.gate.pushdown._Pushdown`).
 
 Differential tests: the same data validated by a full read (`pushdown_min_rows=None`) and by the
 pushdown (`pushdown_min_rows=0`) must give the same `marts.validation_results` rows — success,
@@ -15,8 +15,10 @@ import shutil
 import duckdb
 import pytest
 
-import recon.validate as V
-from recon.validate import load_suites, validate
+from recon.gate.gx import GxSession
+from recon.gate.pushdown import CHECK_BLOCK_ROWS, CHECK_BLOCKS, _Pushdown
+from recon.gate.run import validate
+from recon.gate.suites import SAMPLE, load_suites
 
 TABLE_SUITES = {s.name for s in load_suites() if s.table}
 
@@ -34,7 +36,7 @@ def both(con, session, **kw):
 
 @pytest.fixture(scope="module")
 def gx_session():
-    return V.GxSession()
+    return GxSession()
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +159,7 @@ def test_edge_cases_same_results_both_ways(edge, gx_session):
     assert sum(not r[3] for r in got) >= 20
     assert by_label["expect_column_values_to_be_unique(uniq)"][5] == 2
     assert "uniq=dup" in by_label["expect_column_values_to_be_unique(uniq)"][7]
-    assert sum((r[5] or 0) > V.SAMPLE for r in got) >= 8
+    assert sum((r[5] or 0) > SAMPLE for r in got) >= 8
     assert any(r[7] and " more" in r[7] for r in got)
     amount = by_label["expect_column_values_to_be_between(amount)"]
     # |x| < 1e7 as decimals, but pandas gets 1e7 (DuckDB's double(unscaled) / 10^12, which is not
@@ -170,18 +172,18 @@ def test_pushdown_batch_is_small_and_gx_really_runs(edge, gx_session, monkeypatc
     con.execute(f"insert into main.edge select e.* replace (id + {N} * k as id, null as key) "
                 "from main.edge e, range(1, 40) t(k)")  # 200,000 rows, 80,000+ without a key
     seen = []
-    real_run = V.GxSession.run
+    real_run = GxSession.run
 
     def run(self, suite, df):
         seen.append((len(suite.expectations), len(df)))
         return real_run(self, suite, df)
 
-    monkeypatch.setattr(V.GxSession, "run", run)
+    monkeypatch.setattr(GxSession, "run", run)
     report = validate(con, "big", session=gx_session, suite_dir=suite_dir, write=False)
     assert report.paths == {"main.edge": "pushdown"}
     n_row_checks = len(EXPECTATIONS) - 4  # two table counts, two without an SQL form
     batch = next(n for k, n in seen if k == n_row_checks)
-    assert batch <= V.CHECK_BLOCKS * V.CHECK_BLOCK_ROWS + 2 * V.SAMPLE * n_row_checks
+    assert batch <= CHECK_BLOCKS * CHECK_BLOCK_ROWS + 2 * SAMPLE * n_row_checks
     nn_key = next(r for r in report.rows if r[2:4] == ("expect_column_values_to_not_be_null", "key"))
     assert nn_key[6] == con.execute("select count(*) from main.edge where key is null").fetchone()[0] > 80_000
     assert f"of {40 * N} rows fail" in nn_key[8]
@@ -193,14 +195,14 @@ def test_disagreement_falls_back_to_a_full_read(edge, gx_session, monkeypatch, c
     """If the SQL translation were wrong on a row GX also sees, the suite is read whole instead."""
     con, suite_dir = edge
     write_suite(suite_dir, [("expect_column_values_to_be_between", {"column": "id", "max_value": 100})])
-    real_check = V._Pushdown.check
+    real_check = _Pushdown.check
 
     def wrong(self, index, exp):  # a translation that misses every unexpected row
         c = real_check(self, index, exp)
         c.bad = "false"
         return c
 
-    monkeypatch.setattr(V._Pushdown, "check", wrong)
+    monkeypatch.setattr(_Pushdown, "check", wrong)
     report = validate(con, "t", session=gx_session, suite_dir=suite_dir, write=False, pushdown_min_rows=0)
     assert report.paths == {"main.edge": "full"}
     assert "disagree" in caplog.text
@@ -262,10 +264,10 @@ def test_basic_first_then_summary_gives_summary_results(edge, gx_session, monkey
     def summary_only(self, suite, df):
         batch = self._batches.get_batch(batch_parameters={"dataframe": df})
         return real_validate(batch, self.suite(suite), result_format={
-            "result_format": "SUMMARY", "partial_unexpected_count": V.SAMPLE,
+            "result_format": "SUMMARY", "partial_unexpected_count": SAMPLE,
             "unexpected_index_column_names": [c for c in suite.row_key if c in df.columns]}).results
 
-    monkeypatch.setattr(V.GxSession, "run", summary_only)
+    monkeypatch.setattr(GxSession, "run", summary_only)
     monkeypatch.setattr(batch_type, "validate", real_validate)
     want = validate(con, "t", session=gx_session, suite_dir=suite_dir, write=False,
                     pushdown_min_rows=min_rows)

@@ -1,4 +1,4 @@
-"""A run's validation checks its own files and days (`recon.validate.Scope`), not all history.
+"""A run's validation checks its own files and days (`recon.gate.scope.Scope`), not all history.
 
 One copy of the session's simulated warehouse (2 days, conftest's `sim_run`); each case breaks
 rows inside a transaction and rolls back, as tests/test_expectations.py does.
@@ -10,7 +10,9 @@ from datetime import date
 import duckdb
 import pytest
 
-from recon.validate import Scope, load_suites, validate
+from recon.gate.run import validate
+from recon.gate.scope import Scope
+from recon.gate.suites import load_suites
 
 DAY1, DAY2 = date(2026, 6, 1), date(2026, 6, 2)
 NN = "expect_column_values_to_not_be_null"
@@ -18,7 +20,7 @@ NN = "expect_column_values_to_not_be_null"
 
 @pytest.fixture(scope="module")
 def gx_session():
-    from recon.validate import GxSession
+    from recon.gate.gx import GxSession
 
     return GxSession()
 
@@ -179,7 +181,7 @@ def test_a_day_scope_refuses_a_connection_outside_utc(wh, gx_session):
 
 def _first_rows(con, files) -> dict:
     """min(rowid) of `files`' rows in each raw table, by a scan of the whole table."""
-    from recon.validate import LOADED_TABLES, QUARANTINE_TABLE
+    from recon.gate.scope import LOADED_TABLES, QUARANTINE_TABLE
 
     pred = "source_file in (select unnest(?::varchar[]))"
     return {t: con.execute(f"select min(rowid) from {t} where {pred}", [list(files)]).fetchone()[0]
@@ -190,7 +192,7 @@ def test_tail_bounds_are_the_first_rows_of_the_files_wherever_they_lie(wh):
     """The gate bounds a file-scoped table by the first row of its files, found from the
     table's end (`_tail_bounds`): the same rows as `min(rowid)` over the whole table, for the
     last files landed, for files in the middle (the region grows) and for several at once."""
-    from recon.validate import _tail_bounds
+    from recon.gate.scope import tail_bounds as _tail_bounds
 
     order = [r[0] for r in wh.execute(
         "select source_file from (select source_file, max(rowid) as r from raw.k8s_objects "
@@ -208,7 +210,7 @@ def test_tail_bounds_give_up_when_raw_files_disagrees_with_the_rows(wh, gx_sessi
     """A bound is only taken when the regions hold every row raw.files counts for the files; a
     row missing from a raw table (the per-file tie-out's failure) leaves the old scan, and the
     region cannot stop short of a row in scope."""
-    from recon.validate import _tail_bounds
+    from recon.gate.scope import tail_bounds as _tail_bounds
 
     first, second = pod_watch_files(wh)
     wh.execute("begin transaction")

@@ -8,11 +8,11 @@ from pathlib import Path
 from engine.build import World, t
 from typer.testing import CliRunner
 
-from recon.check import run_checks
+from recon.outputs.check import run_checks
 from recon.cli import app
 from recon.pipeline import run
-from recon.warehouse import connect
-from recon.whatif import whatif
+from recon.db import connect
+from recon.outputs.whatif import whatif
 
 DAY = date(2026, 6, 1)
 

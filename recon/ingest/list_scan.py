@@ -17,7 +17,7 @@ and exactly one comma, nothing else, and the file is valid UTF-8.
 How (per chunk, vectorised with numpy; Python loops only over chunks and top-level arrays):
 
 1. Event bytes: the positions of the only bytes that change the lexical state, `"` `\` `{` `}`
-   `[` `]` (`_event_positions`, in cache-sized blocks). Commas and colons are not events: only
+   `[` `]` (`event_positions`, in cache-sized blocks). Commas and colons are not events: only
    those between the elements matter, and they lie in the short gaps between them (5.).
 2. Escapes. A `"` is escaped (text inside a string) iff the run of backslashes right before it
    has odd length: `\\` pairs cancel, so `\\"` ends a string and `\\\"` does not. Runs come from
@@ -60,20 +60,22 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 
+from .list_events import (
+    BS,
+    LCURLY,
+    LSQUARE,
+    WS,
+    Q,
+    escaped_quotes,
+    event_positions,
+    gap_tokens,
+    ranges,
+)
+
 MAX_SKELETON = 16 << 20  # the document without its items: bigger is not a List we expect
 MAX_CARRY = 4 << 20  # bytes of one gap between elements read again with the next chunk
 MAX_DEPTH = 60  # the bracket-matching bit stack is an int64
-_BLOCK = 128 << 10  # event bytes are found in blocks of this size (temporaries stay in cache)
-_GAP_PIECE = 1 << 22  # gap bytes looked at in one go (their positions take 8 bytes each)
 _MAX_KEY_GAP = 1 << 20  # at most this much whitespace around the `:` of `"items": [`
-_WS = b" \t\r\n"
-
-_Q, _BS, _LCURLY, _LSQUARE = 0x22, 0x5C, 0x7B, 0x5B
-
-# the bytes of a gap between elements: 0 whitespace, 1 comma, 2 anything else (a scalar's text)
-_GAP_CLASS = np.full(256, 2, np.uint8)
-_GAP_CLASS[list(_WS)] = 0
-_GAP_CLASS[ord(",")] = 1
 
 # the stream of the items array's events (after its `[`): an element is (start, start + 1)
 OPEN, CLOSE, QOPEN, QCLOSE, TOK_S, TOK_E, COMMA, END = range(1, 9)
@@ -106,101 +108,6 @@ def scan_list(path, chunk_bytes: int = 64 << 20) -> ListLayout | None:
             return _Scan(chunk_bytes).run(f)
         except _NotPlain:
             return None
-
-
-def _event_positions(a: np.ndarray) -> np.ndarray:
-    """Positions (int64, ascending) of the bytes `"` `\\` `{` `}` `[` `]` in the uint8 array a."""
-    n = len(a)
-    if n == 0:
-        return np.zeros(0, np.int64)
-    blk_n = min(n, _BLOCK)
-    m, m2, t = np.empty(blk_n, bool), np.empty(blk_n, bool), np.empty(blk_n, np.uint8)
-    out = []
-    for s in range(0, n, blk_n):
-        blk = a[s:s + blk_n]
-        k = len(blk)
-        mm, mm2, tt = m[:k], m2[:k], t[:k]
-        np.equal(blk, _Q, out=mm)
-        np.equal(blk, _BS, out=mm2)
-        mm |= mm2
-        np.bitwise_and(blk, 0xDF, out=tt)  # folds { } (0x7B 0x7D) onto [ ] (0x5B 0x5D)
-        np.equal(tt, 0x5B, out=mm2)
-        mm |= mm2
-        np.equal(tt, 0x5D, out=mm2)
-        mm |= mm2
-        nz = np.flatnonzero(mm)
-        if s:
-            nz += s
-        out.append(nz)
-    return out[0] if len(out) == 1 else np.concatenate(out)
-
-
-def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Concatenation of arange(s, s + l) for each (s, l)."""
-    total = int(lens.sum())
-    offs = np.cumsum(lens) - lens
-    return np.repeat(starts - offs, lens) + np.arange(total)
-
-
-def _escaped_quotes(pos, c, bsj, carried_odd: int, n: int):
-    """Event indices of the quotes escaped by a backslash run of odd length, and the parity of
-    the run of backslashes that ends the buffer (0 if its last byte is not a backslash).
-
-    pos, c: all event positions and bytes; bsj: event indices of the backslashes;
-    carried_odd: the previous buffer ended with an odd run (it continues here or escapes byte 0).
-    """
-    bp = pos[bsj]
-    esc = np.zeros(0, np.int64)
-    tail = 0
-    if len(bp):
-        brk = np.flatnonzero(np.diff(bp) != 1) + 1
-        first = np.concatenate(([0], brk))
-        last = np.concatenate((brk - 1, [len(bp) - 1]))
-        lens = bp[last] - bp[first] + 1
-        if carried_odd and bp[0] == 0:
-            lens[0] += 1
-        odd = (lens & 1).astype(bool)
-        j = bsj[last[odd]] + 1  # the event after an odd run's last backslash ...
-        target = bp[last[odd]] + 1  # ... is escaped if it is the byte right after it
-        inside = j < len(pos)
-        j, target = j[inside], target[inside]
-        esc = j[(pos[j] == target) & (c[j] == _Q)]
-        if bp[-1] == n - 1:
-            tail = int(lens[-1] & 1)
-    if carried_odd and not (len(bp) and bp[0] == 0) and len(pos) and pos[0] == 0 and c[0] == _Q:
-        esc = np.concatenate(([0], esc))
-    return esc, tail
-
-
-def _gap_tokens(a: np.ndarray, gap_s: np.ndarray, gap_e: np.ndarray):
-    """The commas, and the first and last bytes of the runs of other non-whitespace bytes
-    (scalar tokens), in the ranges [gap_s, gap_e) of `a` (sorted, disjoint, not adjacent)."""
-    lens = gap_e - gap_s
-    cum = np.cumsum(lens)
-    total = int(cum[-1]) if len(cum) else 0
-    commas, starts, ends = [], [], []
-    for o0 in range(0, total, _GAP_PIECE):  # pieces of the gaps' concatenation
-        o1 = min(total, o0 + _GAP_PIECE)
-        g0 = int(np.searchsorted(cum, o0, side="right"))  # the gaps in the piece
-        g1 = int(np.searchsorted(cum, o1, side="left")) + 1
-        s, e = gap_s[g0:g1].copy(), gap_e[g0:g1].copy()
-        s[0] += o0 - (int(cum[g0]) - int(lens[g0]))  # the first and last may be cut
-        e[-1] -= int(cum[g1 - 1]) - o1
-        gi = _ranges(s, e - s)
-        cls = _GAP_CLASS[a[gi]]
-        commas.append(gi[cls == 1])
-        other = gi[cls == 2]
-        if len(other):
-            run = np.concatenate(([True], np.diff(other) != 1))  # a token starts
-            starts.append(other[run])
-            ends.append(other[np.concatenate((run[1:], [True]))])
-    empty = np.zeros(0, np.int64)
-    if len(starts) > 1:  # a token cut between pieces is one token: adjacent bytes
-        tok_s, tok_e = np.concatenate(starts), np.concatenate(ends)
-        cut = np.flatnonzero(tok_e[:-1] + 1 == tok_s[1:])
-        return (np.concatenate(commas), np.delete(tok_s, cut + 1), np.delete(tok_e, cut))
-    return (np.concatenate(commas) if commas else empty,
-            starts[0] if starts else empty, ends[0] if ends else empty)
 
 
 class _Scan:
@@ -323,7 +230,7 @@ class _Scan:
     def _buffer(self, buf: bytearray, n: int, base: int) -> int:
         """Scan buf[:n] (file offset `base`); returns where the next buffer starts in it."""
         a = np.frombuffer(buf, np.uint8, count=n)
-        pos = _event_positions(a)
+        pos = event_positions(a)
         if not len(pos) and not (self.phase == IN and self.gap_at_start):
             # no event byte (common with tiny chunks): the state stays, the bytes are text
             if self.phase != IN:
@@ -334,25 +241,25 @@ class _Scan:
         in0 = self.in_str
 
         # escapes (2.) and strings (3.)
-        nq = np.flatnonzero(c != _Q)  # event indices of the non-quotes
-        bsj = nq[c[nq] == _BS]
+        nq = np.flatnonzero(c != Q)  # event indices of the non-quotes
+        bsj = nq[c[nq] == BS]
         bs_tail = 0
         if len(bsj) or self.bs_odd:
-            esc, bs_tail = _escaped_quotes(pos, c, bsj, self.bs_odd, n)
+            esc, bs_tail = escaped_quotes(pos, c, bsj, self.bs_odd, n)
             if len(esc):
                 c[esc] = 0  # no longer an event: text inside a string
                 nq = np.insert(nq, np.searchsorted(nq, esc), esc)
         cn = c[nq]
         in_str = (in0 + nq - np.arange(len(nq))) & 1  # inside a string, for each non-quote
         outside = in_str == 0
-        if np.any(outside & (cn == _BS)):
+        if np.any(outside & (cn == BS)):
             raise _NotPlain  # a backslash outside strings
-        br = nq[outside & (cn != _BS) & (cn != 0)]  # brackets outside strings
+        br = nq[outside & (cn != BS) & (cn != 0)]  # brackets outside strings
         in_end = (in0 + len(pos) - len(nq)) & 1
 
         # depth and bracket matching (4.)
         bp, bc = pos[br], c[br]
-        opens = (bc & 0xDF) == _LSQUARE
+        opens = (bc & 0xDF) == LSQUARE
         delta = opens.astype(np.int64) * 2 - 1
         depth_after = self.depth + np.cumsum(delta)
         depth_end, stack_end = self.depth, self.stack
@@ -367,7 +274,7 @@ class _Scan:
                 raise _NotPlain  # a `]` closing a `{` or a `}` closing a `[`
             top = np.flatnonzero((level == 0) & opens)
             if len(top):  # depth 0 -> 1: only once, the document's `{`
-                if self.top_opened or len(top) > 1 or bc[top[0]] != _LCURLY:
+                if self.top_opened or len(top) > 1 or bc[top[0]] != LCURLY:
                     raise _NotPlain
                 self.top_opened = True
             depth_end, stack_end = int(depth_after[-1]), int(stack[-1])
@@ -383,7 +290,7 @@ class _Scan:
         gap0_ev = 0  # the index of the first event after gap0
         phase0 = self.phase
         if self.phase == BEFORE:
-            for ci in np.flatnonzero((llev == 1) & lopen & (c[lj] == _LSQUARE)):
+            for ci in np.flatnonzero((llev == 1) & lopen & (c[lj] == LSQUARE)):
                 if self._is_items_key(int(lj[ci]), pos, c, nq, in0, base, buf):
                     self.phase, i0 = IN, int(ci) + 1
                     gap0, gap0_ev = int(lpos[ci]) + 1, int(lj[ci]) + 1
@@ -434,13 +341,13 @@ class _Scan:
         if len(evs) < 2:
             return False
         (qc, bc_, _), (qo, bo, open_in_str) = evs
-        if bc_ != _Q or bo != _Q or qc - qo != 6 or open_in_str:
+        if bc_ != Q or bo != Q or qc - qo != 6 or open_in_str:
             return False
         bracket = base + int(pos[j])
         if bracket - qc > _MAX_KEY_GAP:
             return False
         text = self._file_bytes(qo, bracket, base, buf)
-        return text[:7] == b'"items"' and text[7:].strip(_WS) == b":"
+        return text[:7] == b'"items"' and text[7:].strip(WS) == b":"
 
     def _file_bytes(self, lo: int, hi: int, base: int, buf) -> bytes:
         """file[lo:hi] before the items array: the skeleton so far holds file[:base]."""
@@ -479,9 +386,9 @@ class _Scan:
         qo = qc = np.zeros(0, np.int64)
         gap_s, gap_e = starts, ends
         if nev.sum():
-            ev = _ranges(lo, nev)
+            ev = ranges(lo, nev)
             gid = np.repeat(np.arange(len(starts)), nev)
-            isq = c[ev] == _Q
+            isq = c[ev] == Q
             ev, gid = ev[isq], gid[isq]
             rank = np.arange(len(gid)) - np.searchsorted(gid, gid)
             qp = pos[ev]
@@ -492,7 +399,7 @@ class _Scan:
             # what is outside strings in the gaps (the end of an unfinished string is not)
             gap_s = np.sort(np.concatenate((starts, qc + 1)))
             gap_e = np.sort(np.concatenate((qo, ends[~odd])))
-        commas, tok_s, tok_e = _gap_tokens(a, gap_s, gap_e)
+        commas, tok_s, tok_e = gap_tokens(a, gap_s, gap_e)
         parts = [(bpos, btyp)]
         for p, t in ((qo, QOPEN), (qc, QCLOSE), (commas, COMMA), (tok_s, TOK_S), (tok_e, TOK_E)):
             if len(p):

@@ -10,19 +10,11 @@ from . import jsonl
 from .classify import doc_kind, list_item_kind, with_list_kind
 from .guards import DEFAULT as DEFAULT_LIMITS
 from .guards import python_first_sql
-from .jsonl import (
-    LENIENT_SQL,
-    SECRETS_SQL,
-    _fast_mode,
-    _is_gzip,
-    _nonempty,
-    _q,
-    _str,
-    marked_bytes,
-    row_group_parts,
-)
+from .jsonl import _is_gzip, marked_bytes, row_group_parts
+from .jsonl_sql import LENIENT_SQL, SECRETS_SQL, _fast_mode, _nonempty, _q, _str
 from .list_scan import ListLayout, scan_list
-from .reader import FileResult, _cluster_of, _guard, _k8s, arrow_query, ts_ok_sql
+from .raw_tables import arrow_query, ts_ok_sql
+from .reader import FileResult, _cluster_of, _guard, _k8s
 
 # ------------------------------------------------------------------ fast path: big Kubernetes lists
 #

@@ -8,7 +8,6 @@ Reloading a file replaces its rows (idempotent); an unchanged file (same sha256)
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import logging
@@ -17,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
-import pyarrow as pa
 
 from connectors.pod_secrets import may_hold_secrets, redact_secrets, redact_text
 
@@ -36,44 +34,22 @@ from .classify import (
     with_list_kind,
     x_recon,
 )
+from .decode import (
+    _concatenated,
+    _lenient_loads,
+    _open_bytes,
+    _surrogate_error,
+    _utf8_error,
+    looks_like_jsonl,
+)
 from .explain import unrecognised_text
 from .guards import DEFAULT as DEFAULT_LIMITS
 from .guards import check_timestamps, printable, size_reason, surrogate_reason
+from .raw_tables import (
+    TABLES,
+)
 
 log = logging.getLogger(__name__)
-
-TABLES = {
-    "k8s_objects": ["cluster", "event_type", "kind", "uid", "resource_version", "seen_at"],
-    "runpod_billing": ["source", "pulled_at"],
-    "runpod_inventory": ["inventory_kind", "endpoint_id", "pulled_at"],
-    "serverless_jobs": [],
-    "focus_rows": [],
-    "prometheus_series": ["cluster", "query"],
-}
-COMMON = ["source_file", "record_no", "locator"]
-# `ts_ok`: the timestamp staging requires of a record casts to TIMESTAMPTZ (a Pod's
-# metadata.creationTimestamp; a job's completedAt), as sql/staging/quarantine.sql casts it.
-# Landing has the value at hand (the DuckDB paths extract it with the fields they check; the
-# Python path's rows get it on insert), so that staging's quarantine re-parses only the rows
-# where it is not true instead of every pod version and job (0.4 s and 0.3 s on the 500-node
-# day, bench/README.md session 11). NULL: a row landed before the column existed.
-# A job's submittedAt is optional (the /status record has none; submitters add it), but when it
-# is there it must be a timestamp too: until 0.10.7 a malformed one loaded as NULL, silently, and
-# the worker's session started at its first job's execution instead (TS_OPTIONAL).
-TS_CHECKED = {"k8s_objects": "$.metadata.creationTimestamp", "serverless_jobs": "$.completedAt"}
-TS_OPTIONAL = {"serverless_jobs": "$.submittedAt"}
-
-
-def ts_ok_sql(path: str, doc: str, optional: tuple[str, str] | None = None) -> str:
-    """SQL of `ts_ok` for the JSON `doc` (quarantine.sql's own cast of the same value); the
-    DuckDB paths pass an extracted value as `doc` and `$` as `path`. `optional`: (path, doc) of
-    a timestamp that may be absent or null but otherwise has to cast too."""
-    ok = f"try_cast({doc} ->> '{path}' as timestamptz) is not null"
-    if optional:
-        o = f"{optional[1]} ->> '{optional[0]}'"
-        ok += f" and ({o} is null or try_cast({o} as timestamptz) is not null)"
-    return f"({ok})"
-
 
 AMOUNT_KEYS = ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount", "feeAmount", "amount",
                "standardAmount", "highPerformanceAmount", "timeBilledMs")
@@ -316,67 +292,6 @@ def _guard(res: FileResult, fn, locator: str, n: int, record) -> None:
         res.quarantine(locator, n, str(e), record)
 
 
-def _open_bytes(path: Path) -> bytes:
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return data
-
-
-def _concatenated(text: str):
-    """kubectl --watch -o json: pretty-printed JSON documents one after another. Yields
-    (k, line, doc, error, text of a broken document): a document that does not parse is given
-    with its lines, and reading goes on at the next line that opens a document at its first
-    column (kubectl indents everything inside one), so that one broken document does not take
-    the rest of the file with it."""
-    dec = json.JSONDecoder()
-    i, n = 0, len(text)
-    k = 0
-    line, counted = 1, 0  # line number of offset `counted` (counted incrementally: big files)
-    while True:
-        while i < n and text[i].isspace():
-            i += 1
-        if i >= n:
-            return
-        k += 1
-        line += text.count("\n", counted, i)
-        counted = i
-        try:
-            doc, j = dec.raw_decode(text, i)
-        except (json.JSONDecodeError, RecursionError) as e:
-            msg = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
-            nxt = text.find("\n{", i + 1)
-            j = n if nxt < 0 else nxt + 1
-            last = line + text.count("\n", i, j) - (1 if nxt >= 0 else 0)
-            more = f"; read on at line {last + 1}" if nxt >= 0 else ""
-            lines = f"line {line}" if last == line else f"lines {line}-{last}"
-            yield (k, line, None, f"invalid JSON in document {k} ({lines}): {msg}{more}",
-                   text[i:j])
-        else:
-            yield k, line, doc, None, None
-        i = j
-
-
-def _utf8_error(raw: bytes) -> str | None:
-    """Where `raw` stops being UTF-8, as a reason; None when it is UTF-8."""
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return f"not valid UTF-8: byte 0x{raw[e.start]:02x} at column {e.start + 1}"
-    return None
-
-
-def _json_but_for_encoding(line: bytes) -> bool:
-    """Is `line` JSON once its bytes that are not UTF-8 are replaced? (a JSON Lines file whose
-    first line has a Latin-1 byte is still JSON Lines: that line is quarantined, not the rest
-    decoded with replacement characters, as until 0.10.6)"""
-    try:
-        orjson.loads(line.decode("utf-8", "replace"))
-    except orjson.JSONDecodeError:
-        return False
-    return True
-
-
 def _jsonl_line(res: FileResult, no: int, raw: bytes, partial: bool) -> None:
     """One line of a JSON Lines file (`partial`: the file's last line, without a newline)."""
     if not raw.strip():
@@ -395,78 +310,13 @@ def _jsonl_line(res: FileResult, no: int, raw: bytes, partial: bool) -> None:
     _guard(res, lambda d=doc, no=no: _one(res, d, f"line {no}", no), f"line {no}", no, doc)
 
 
-def _surrogate_error(raw: bytes, e: orjson.JSONDecodeError) -> str | None:
-    """The reason for a line orjson refused for a lone surrogate escape (its message says
-    "line 1" of the one line it read: the file's line is the locator's)."""
-    if "surrogate" not in str(e):
-        return None
-    m = _LONE_SURROGATE.search(raw)
-    esc = m.group(0).decode() if m else "a \\uD800-\\uDFFF escape"
-    return (f"lone UTF-16 surrogate {esc} in a string (half of a character pair, as JavaScript "
-            f"writes a string cut inside an emoji) at column {e.pos + 1}: not Unicode text, so "
-            f"it cannot be stored; a whole pair such as \\ud83d\\ude00 is accepted")
-
-
-# an escape of a high surrogate not followed by a low one, or a low one alone (approximate: the
-# message names the first such escape; orjson decides)
-_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
-                             rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
-
-
-def _lenient_loads(data: bytes):
-    """The document as Python's json reads it (lone surrogates kept), or None. NaN and Infinity
-    are refused, as orjson refuses them."""
-    def no_constant(name):
-        raise ValueError(f"{name} is not JSON")
-
-    try:
-        return json.loads(data.decode("utf-8"), parse_constant=no_constant)
-    except (ValueError, RecursionError):  # (JSONDecodeError and UnicodeDecodeError included)
-        return None
-
-
-# How many of a file's first non-blank lines are looked at to tell JSON Lines from
-# pretty-printed documents one after another (kubectl --watch -o json)
-FORMAT_LINES = 32
-
-
-def looks_like_jsonl(lines) -> bool:
-    """JSON Lines (each line a document) rather than pretty-printed concatenated documents?
-
-    The first non-blank line parses (or would but for bytes that are not UTF-8: that line is
-    quarantined, not the rest read another way), or two of the first FORMAT_LINES non-blank
-    lines are whole non-empty JSON objects: pretty printing puts a non-empty object on several
-    lines, so a file with such lines is JSON Lines whose first line is damaged (half a line, a
-    lone `{`). Deciding from line 1 alone took such a file for one broken document and
-    quarantined it whole."""
-    seen = objects = 0
-    for ln in lines:
-        if not ln.strip():
-            continue
-        seen += 1
-        try:
-            doc = orjson.loads(ln)
-        except orjson.JSONDecodeError:
-            if seen == 1 and _utf8_error(ln) is not None and _json_but_for_encoding(ln):
-                return True
-            doc = None
-        if seen == 1 and doc is not None:
-            return True
-        if isinstance(doc, dict) and doc:
-            objects += 1
-            if objects == 2:
-                return True
-        if seen >= FORMAT_LINES:
-            return False
-    return False
-
-
 def read_file(path: Path, display: str, limits=None) -> FileResult:
     res = FileResult(path=display, limits=limits or DEFAULT_LIMITS)
     data = _open_bytes(path)
     if data.startswith(b"\xef\xbb\xbf"):
         # a UTF-8 byte order mark (Windows tools write one; RFC 8259 lets a parser ignore it):
-        # until 0.10.6 such a file was "not JSON, JSON Lines or a recognised format"
+        # stripped, so that such a file is read as what it is, not "not JSON, JSON Lines or a
+        # recognised format"
         data = data[3:]
     stripped = data.lstrip()
     if not stripped:
@@ -537,62 +387,3 @@ def sha256_of(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _strings(values: list) -> pa.Array:
-    """A string array from Python str/None, built from buffers: pa.array() imports pandas
-    (0.2 s) to check for pandas objects. A str that is not valid UTF-8 (a lone surrogate)
-    raises UnicodeEncodeError, as pa.array does."""
-    import numpy as np
-
-    data = [b"" if v is None else v.encode("utf-8") for v in values]
-    offsets = np.zeros(len(data) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in data], out=offsets[1:])
-    valid = None
-    if any(v is None for v in values):
-        valid = pa.py_buffer(np.packbits(np.array([v is not None for v in values]),
-                                         bitorder="little"))
-    return pa.LargeStringArray.from_buffers(len(data), pa.py_buffer(offsets),
-                                            pa.py_buffer(b"".join(data)), valid)
-
-
-def _int64s(values: list) -> pa.Array:
-    import numpy as np
-
-    return pa.Array.from_buffers(pa.int64(), len(values),
-                                 [None, pa.py_buffer(np.array(values, dtype=np.int64))])
-
-
-def _table(data: dict) -> pa.Table:
-    return pa.Table.from_arrays(
-        [_int64s(v) if c == "record_no" else _strings(v) for c, v in data.items()],
-        names=list(data))
-
-
-def arrow_rows(res: FileResult, table: str) -> pa.Table:
-    cols = COMMON + TABLES[table] + ["doc"]
-    rows = res.rows[table]
-    data = {c: [r.get(c) for r in rows] for c in cols}
-    data["source_file"] = [res.path] * len(rows)
-    return _table(data)
-
-
-def arrow_bad(res: FileResult) -> pa.Table:
-    cols = ["source_file", "record_no", "locator", "reason", "record"]
-    data = {c: [b.get(c) for b in res.bad] for c in cols}
-    data["source_file"] = [res.path] * len(res.bad)
-    return _table(data)
-
-
-def arrow_query(con, name: str, table: pa.Table, sql: str):
-    """Run `sql`, in which `name` is the Arrow `table`; returns DuckDB's relation of the result
-    (an INSERT runs here; fetch a SELECT's rows from it).
-
-    Not `con.register`: a view registered and dropped inside a transaction stays in the
-    catalog until the transaction ends, and with it the Arrow table and every buffer it
-    points to. Landing runs in its caller's one transaction and hands DuckDB its reading
-    buffers zero-copy, so each landed file's 64 MiB buffer and line offsets were held until
-    the commit: +80 MB per 21 MB pod watch file, 2.8 GB at the end of landing 30 days at 100
-    nodes (bench/README.md, session 17). A relation's query binds the table for the statement
-    alone (tests/test_landing_memory.py)."""
-    return con.from_arrow(table).query(name, sql)

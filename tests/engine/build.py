@@ -8,7 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from recon.pipeline import run
-from recon.warehouse import connect
+from recon.db import connect
 
 D0 = datetime(2026, 6, 1, tzinfo=timezone.utc)
 

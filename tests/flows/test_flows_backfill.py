@@ -22,10 +22,10 @@ MARTS = ("resource_day", "billed_segments", "findings")
 
 @pytest.fixture
 def gate(monkeypatch):
-    """Stand-in for recon.validate.validate: `gate.fail` holds the days whose gate fails;
+    """Stand-in for recon.gate.run.validate: `gate.fail` holds the days whose gate fails;
     `gate.scopes` the (first, last) day of every gate run."""
-    import recon.validate
-    from recon.validate import Failure, ValidationReport
+    import recon.gate.run
+    from recon.gate.run import Failure, ValidationReport
 
     Gate = SimpleNamespace(fail=set(), scopes=[])
 
@@ -39,7 +39,7 @@ def gate(monkeypatch):
             return ValidationReport(run_id, evaluated=1, critical_failures=[bad])
         return ValidationReport(run_id, evaluated=1, passed=1)
 
-    monkeypatch.setattr(recon.validate, "validate", validate)
+    monkeypatch.setattr(recon.gate.run, "validate", validate)
     return Gate
 
 

@@ -206,17 +206,17 @@ def test_markdown_renders_no_markup_from_data():
 
 
 def test_a_critical_validation_failure_fails_the_task(tmp_path, monkeypatch):
-    import recon.validate
+    import recon.gate.run
     from flows.daily_reconciliation import validate_marts
+    from recon.gate.run import Failure, ValidationReport
     from recon.pipeline import run
     from recon.simulate import simulate
-    from recon.validate import Failure, ValidationReport
 
     simulate(tmp_path / "in", seed=3, days=1, nodes=1, endpoints=1)
     run(tmp_path / "in", tmp_path / "db.duckdb", day_from=date(2026, 6, 1), day_to=date(2026, 6, 1))
     bad = Failure("marts.findings", "expect_column_values_to_not_be_null", "day", "critical", 1,
                   "marts.findings.day: 1 null")
-    monkeypatch.setattr(recon.validate, "validate",
+    monkeypatch.setattr(recon.gate.run, "validate",
                         lambda con, run_id, **kw: ValidationReport(run_id, critical_failures=[bad]))
     with pytest.raises(RuntimeError, match=r"(?s)validation failed, nothing published.*1 null"):
         validate_marts.fn(str(tmp_path / "db.duckdb"), date(2026, 6, 1))
@@ -270,14 +270,14 @@ def test_a_rerun_skips_a_finished_pull(no_key, monkeypatch, fake_runpod, tmp_pat
 @pytest.mark.parametrize("validation", [True, False])
 def test_the_build_prefetches_gx_when_a_gate_follows(tmp_path, monkeypatch, validation):
     """reconcile_day's build starts Great Expectations' import during its commit exactly when
-    its gate follows (recon.validate.prefetch_gx)."""
-    import recon.validate
+    its gate follows (recon.gate.gx.prefetch_gx)."""
+    import recon.gate.gx
     from flows import daily_reconciliation as D
     from recon.simulate import simulate
 
     simulate(tmp_path / "in", seed=3, days=1, nodes=1, endpoints=1)
     prefetched = []
-    monkeypatch.setattr(recon.validate, "prefetch_gx", lambda: prefetched.append(True))
+    monkeypatch.setattr(recon.gate.gx, "prefetch_gx", lambda: prefetched.append(True))
     monkeypatch.setattr(D, "tags_with_limits", lambda: frozenset())
     monkeypatch.setattr(D, "limited", lambda task, limits: getattr(task, "fn", task))  # no task runs
     monkeypatch.setattr(D, "validate_marts", lambda db, day, last_day: {"skipped": "test"})
@@ -346,7 +346,7 @@ def test_a_full_disk_fails_the_pull_build_and_export_with_one_sentence(no_key, m
     import duckdb
 
     import connectors.runpod
-    import recon.exports
+    import recon.outputs.exports
     import recon.pipeline
     from flows.common import retry_transient
     from flows.daily_reconciliation import build_marts, export_finance, pull_provider_window
@@ -360,7 +360,7 @@ def test_a_full_disk_fails_the_pull_build_and_export_with_one_sentence(no_key, m
             raise exc
         monkeypatch.setattr(connectors.runpod, "pull_billing", full)
         monkeypatch.setattr(recon.pipeline, "run", full)
-        monkeypatch.setattr(recon.exports, "export_day", full)
+        monkeypatch.setattr(recon.outputs.exports, "export_day", full)
         for call, where in (
                 (lambda: pull_provider_window.fn(str(tmp_path), date(2026, 6, 1), date(2026, 6, 1),
                                                  base_url="http://127.0.0.1:9"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,9 +86,15 @@ def test_recon_serve_runs_the_daily_flow_with_the_deployments_parameters(monkeyp
     serve._serve("L", "D", "30 2 * * *", "X", 60)
     assert calls[0]["parameters"] == {"landing_dir": "L", "db": "D", "exports_dir": "X",
                                       "settle_seconds": 60}
-    got = []
-    monkeypatch.setattr(serve, "serve_daily", lambda *a: got.append(a))
+    # the CLI becomes `python -m flows.serve` with its options (recon does not import flows/)
+    execs = []
+    monkeypatch.setattr("os.execv", lambda path, argv: execs.append((path, argv)))
     r = CliRunner().invoke(app, ["serve", "--landing-dir", "L", "--db", "D", "--exports-dir", "",
                                  "--settle", "0"])
     assert r.exit_code == 0, r.output
+    [(path, argv)] = execs
+    assert path == sys.executable and argv[:3] == [sys.executable, "-m", "flows.serve"]
+    got = []
+    monkeypatch.setattr(serve, "serve_daily", lambda *a: got.append(a))
+    serve.main(argv[3:])
     assert got == [("L", "D", "30 2 * * *", 4200, None, 0)]

@@ -13,7 +13,7 @@ import pytest
 
 from connectors.prometheus import pull_kube_state_metrics
 from recon.pipeline import run
-from recon.warehouse import connect
+from recon.db import connect
 
 T0 = datetime(2026, 5, 20, 10, 0, tzinfo=timezone.utc).timestamp()
 POD = {"namespace": "ml", "pod": "train-abcde", "uid": "u-prom-1", "node": "gpu-a"}

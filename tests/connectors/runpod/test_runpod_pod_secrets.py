@@ -10,7 +10,7 @@ import json
 from connectors.pod_secrets import fingerprint
 from connectors.runpod import snapshot_inventory
 from recon.pipeline import run
-from recon.warehouse import connect
+from recon.db import connect
 from tests.connectors.runpod.conftest import API_KEY, NOW
 from tests.fakes.runpod_api import FakeRunpodAPI, default_inventory, landed_files
 

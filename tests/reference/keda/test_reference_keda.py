@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from recon.pipeline import run
-from recon.warehouse import connect
+from recon.db import connect
 
 HERE = Path(__file__).parent
 RATE = Decimal("3.60")

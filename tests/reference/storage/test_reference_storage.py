@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from recon.pipeline import run
-from recon.warehouse import connect
+from recon.db import connect
 
 INPUT = Path(__file__).with_name("input")
 MONTH_S = Decimal(730 * 3600)  # seconds in a billing month

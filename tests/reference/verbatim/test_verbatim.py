@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from recon.db import connect
+from recon.gate.suites import load_suites
 from recon.pipeline import run
-from recon.validate import load_suites
-from recon.warehouse import connect
 
 HERE = Path(__file__).parent
 EP = "ep7abc"

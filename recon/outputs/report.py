@@ -12,41 +12,22 @@ from __future__ import annotations
 import html
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from pathlib import Path
 from string import Template
 
+from ..build.guards import require_built
+from ..pipeline import OUTSIDE_BILL_CODES
 from .exports import atomic_write, network_volume_lingering, parse_day
-from .pipeline import OUTSIDE_BILL_CODES
-from .warehouse import require_built
+from .present import GROUPS, money, seconds_text
 
 TEMPLATE = Path(__file__).with_name("report_template.html")
-CENT = Decimal("0.01")
 TOP_FINDINGS = 10
 MAX_TIMELINE_ROWS = 300
 
-#: Parts of the day's bill: key → (label, colour, marts.billed_segments categories). The network
-#: volume category is split: its lingering share (no running pod attached) is storage nobody used.
-GROUPS = {
-    "work": ("Work (busy + serverless execution)", "#2e7d32", ("busy", "execution")),
-    "startup": ("Startup + cold start", "#f9a825", ("startup", "cold_start")),
-    "tail": ("Tail after the last task", "#d84315", ("tail",)),
-    "storage_unused": ("Storage nobody used", "#7b1fa2",
-                       ("storage_lingering", "network_volume (lingering share)")),
-    "serverless_idle": ("Serverless idle (+ rounding)", "#00838f", ("idle", "rounding")),
-    "idle_unobserved": ("Idle gap + unobserved", "#9e9e9e", ("idle_gap", "unobserved")),
-    "storage_in_use": ("Storage in use", "#90caf9",
-                       ("storage_running", "network_volume (attached share)")),
-    "unsplit": ("Billed but not split into segments", "#000000", ()),
-}
 SEGMENT_COLOURS = {"busy": "#2e7d32", "startup": "#f9a825", "idle_gap": "#9e9e9e",
                    "tail": "#d84315", "unobserved": "#6d4c41"}
 LINGER_COLOUR, WORKLOAD_COLOUR, FINDING_COLOUR = "#7b1fa2", "#1565c0", "#cf222e"
-
-
-def money(v) -> str:
-    # `+ 0` turns a -0.00 (a negative residue below a cent) into 0.00: finance reads the sign
-    return str(Decimal(v or 0).quantize(CENT, rounding=ROUND_HALF_EVEN) + 0)
 
 
 def esc(v) -> str:
@@ -197,14 +178,6 @@ def _clock(t: datetime, day: date) -> str:
     if t == _utc(day + timedelta(days=1)):
         return "24:00:00"
     return f"{t:%H:%M:%S}" if t.date() == day else f"{t:%Y-%m-%d %H:%M:%S}"
-
-
-def seconds_text(v) -> str:
-    """Seconds as a reader takes them: 86,400 for a whole number, 688.588 for a fraction."""
-    if v is None:
-        return ""
-    d = Decimal(v)
-    return f"{d:,.0f}" if d == d.to_integral_value() else f"{d.normalize():,}"
 
 
 def _finding_rows(data) -> str:

@@ -37,7 +37,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
-from .warehouse import require_built
+from ..build.guards import require_built
 
 IDLE = "__idle__"
 UNALLOCATED = "__unallocated__"

@@ -108,7 +108,7 @@ def create_deduped(con, table: str, sql: str) -> None:
     The rows are written as the model makes them, and only then are keys that repeat looked
     for, in the table. A usual day's jobs have none (job ids are unique): done. Ranking inside
     the query held all 2 M job rows in memory first: the target day's jobs model
-    takes 2.2 -> 1.6 s and peaks ~350 MB lower (bench/README.md, session 4). A table whose
+    takes 2.2 -> 1.6 s and peaks ~350 MB lower (bench/README.md). A table whose
     keys repeat is rewritten from itself with the repeats ranked (deleting them instead made
     the run's commit ~1 s slower). A model whose source repeats itself by nature drops the
     repeats before parsing (`stg_k8s__pods`: a relist lands every pod version again)."""
@@ -194,7 +194,7 @@ class StagingState:
 
     def _landed_here(self) -> dict[str, int] | None:
         """{raw table: its next rowid before this transaction landed} when this transaction
-        landed exactly the new files (`warehouse._note_first_rowids`), else None."""
+        landed exactly the new files (`recon.ingest.land._note_first_rowids`), else None."""
         con = self.con
         if con.execute("select count(*) from duckdb_tables() where temporary and table_name in "
                        "('_recon_landed_files', '_recon_first_rowids')").fetchone()[0] < 2:
@@ -290,7 +290,7 @@ class StagingState:
         rowid (the appended rows are the table's last). A key that is also in the table, or
         twice among them, is settled by deleting every row of it but the first in the model's
         order. Making the delta a temporary table first, then copying it, wrote the day's 2 M
-        jobs twice (bench/README.md, session 7)."""
+        jobs twice (bench/README.md)."""
         spec = spec_of(sql)
         con = self.con
         name = table.split(".")[-1]
@@ -317,7 +317,7 @@ class StagingState:
                         f"select hash({key}) as h, count(*) > 1 as twice from {new} group by 1")
             # one pass over the index (the history-sized side probes, the day's hashes are the
             # built side): an anti join of the day's hashes with the index built a hash table of
-            # the index, 0.9 s at 60 M jobs (bench/README.md, session 8)
+            # the index, 0.9 s at 60 M jobs (bench/README.md)
             con.execute(f"create or replace temp table _recon_in_index as select i.h from "
                         f"{index} i semi join _recon_delta_hashes using (h)")
             # keys with rivals: twice among the new rows, or in the index (usual for pods that

@@ -1,6 +1,6 @@
 """Data-quality gate, the suites: `expectations/*.json` read and checked as plain JSON (no GX
 import), the SQL that reads a suite's batch from DuckDB, and GX's results put back in the suite
-file's order. `recon.validate` explains the design.
+file's order. `recon.gate.run` explains the design.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import duckdb
 
-from .sqlfiles import query as sql_query
+from ..sqlfiles import query as sql_query
 
-SUITE_DIR = Path(__file__).resolve().parent.parent / "expectations"
+SUITE_DIR = Path(__file__).resolve().parent.parent.parent / "expectations"
 SEVERITIES = ("critical", "warning")
 SCOPES = ("file", "day")  # meta.scope.by
 SAMPLE = 5            # unexpected rows named in a message
@@ -31,7 +31,7 @@ class Suite:
     row_key: tuple[str, ...]
     expectations: tuple[dict, ...]
     # `meta.scope`: how a run may check only its own rows, ("file" | "day", column): the rows
-    # of the files it landed, or of the days it built (`recon.validate.Scope`); None: always all
+    # of the files it landed, or of the days it built (`recon.gate.scope.Scope`); None: always all
     scope: tuple[str, str] | None = None
     where: str | None = None  # this run's predicate on the batch's rows (None: every row)
 
@@ -160,7 +160,7 @@ def wanted_columns(suite: Suite) -> set[str]:
 
 
 def select_list(cols: list[tuple[str, str]], wanted: set[str]) -> list[str]:
-    return [f'left(cast({_q(c)} as varchar), {JSON_CHARS}) as {_q(c)}' if t == "JSON" else _q(c)
+    return [f'left(cast({quoted(c)} as varchar), {JSON_CHARS}) as {quoted(c)}' if t == "JSON" else quoted(c)
             for c, t in cols if c in wanted]
 
 
@@ -174,11 +174,11 @@ def batch_sql(con, suite: Suite) -> str:
     return f"select {', '.join(select) or '1 as _row'} from {suite.table}{where}"
 
 
-def _q(name: str) -> str:
+def quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _indexed(suite: Suite, results) -> list[tuple[int, object]]:
+def indexed(suite: Suite, results) -> list[tuple[int, object]]:
     """GX results with the index of their expectation in the suite file (GX reorders them)."""
     where = {(e["type"], columns_of(e.get("kwargs") or {})): i for i, e in enumerate(suite.expectations)}
     return [(where.get((r.expectation_config.type, columns_of(r.expectation_config.kwargs)),

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC
 
 from .report import seconds_text as _secs
-from .sqlfiles import query
+from ..sqlfiles import query
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Data-quality gate, large tables: a table suite's row-level expectations checked in DuckDB.
 
-`pushed_results` is the pushdown path of `recon.validate.validate`, for tables of at least
+`pushed_results` is the pushdown path of `recon.gate.run.validate`, for tables of at least
 `PUSHDOWN_MIN_ROWS` rows. `_Pushdown` translates each expectation (not null, unique, compound
 unique, in set, between, pair a > b, pair in set, table row count) to a `_Check` in SQL, with
 pandas' semantics (NaN is missing, decimals compare as float64, a NULL in a pair comparison is
@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from .validate_suites import (
+from .suites import (
     JSON_CHARS,
     SAMPLE,
     Suite,
-    _indexed,
-    _q,
     batch_sql,
     condition_text,
+    indexed,
+    quoted,
     raised,
     select_list,
     table_columns,
@@ -40,7 +40,7 @@ from .validate_suites import (
 )
 
 if TYPE_CHECKING:
-    from .validate import GxSession
+    from .gx import GxSession
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class _Pushdown:
 
     def value(self, name: str) -> str:
         """The column as the pandas batch holds it: decimals as float64, NaN as missing, JSON cut."""
-        t, c = self.types[self._col(name)], _q(name)
+        t, c = self.types[self._col(name)], quoted(name)
         if t.startswith("DECIMAL"):
             # DuckDB hands pandas double(unscaled integer) / 10^scale, which is not always
             # cast(x as double) (that rounds once, correctly): 9999999.999999999 becomes 1e7
@@ -158,7 +158,7 @@ class _Pushdown:
         return c
 
     def missing(self, name: str) -> str:
-        t, c = self.types[self._col(name)], _q(name)
+        t, c = self.types[self._col(name)], quoted(name)
         return f"({c} is null or isnan({c}))" if t == "DOUBLE" else f"({c} is null)"
 
     @staticmethod
@@ -201,7 +201,7 @@ class _Pushdown:
         domain = self.condition(kw.get("row_condition"))
         if kind == NOT_NULL:
             col = self._col(kw.get("column"))
-            fast = (f"count(*) - count({_q(col)})"
+            fast = (f"count(*) - count({quoted(col)})"
                     if domain == "true" and self.types[col] != "DOUBLE" else None)
             return _Check(index, "row", domain, self.missing(col), fast)
         if kind == IN_SET:
@@ -257,7 +257,7 @@ class _Pushdown:
                 raise _Untranslatable(kind)
 
             def same(col, v):
-                return f"{_q(col)} is null" if v is None else f"{_q(col)} is not distinct from {self.literal(v, 'str')}"
+                return f"{quoted(col)} is null" if v is None else f"{quoted(col)} is not distinct from {self.literal(v, 'str')}"
             holds = "(" + (" or ".join(f"({same(a, x)} and {same(b, y)})" for x, y in pairs) or "false") + ")"
         return _Check(index, "row", domain, f"(not {ignore} and not {holds})")
 
@@ -380,7 +380,7 @@ def _pushdown(con, session: GxSession, suite: Suite, cols):
     if row_checks:
         batch, flags = push.batch(con, row_checks, wanted_columns(suite), lo, hi)
         sub = replace(suite, expectations=tuple(suite.expectations[c.index] for c in row_checks))
-        got = dict(_indexed(suite, session.run(sub, batch)))
+        got = dict(indexed(suite, session.run(sub, batch)))
         for c in row_checks:
             res = got.get(c.index)
             r = res.result if res is not None else None
@@ -398,9 +398,9 @@ def _pushdown(con, session: GxSession, suite: Suite, cols):
     table_checks = [c for c in checks if c.kind == "table"]
     if table_checks:  # GX counts the rows of a frame of the table's length and no columns
         sub = replace(suite, expectations=tuple(suite.expectations[c.index] for c in table_checks))
-        results += _indexed(suite, session.run(sub, pd.DataFrame(index=pd.RangeIndex(n))))
+        results += indexed(suite, session.run(sub, pd.DataFrame(index=pd.RangeIndex(n))))
     if rest:
         sub = replace(suite, expectations=tuple(suite.expectations[i] for i in rest))
-        results += _indexed(suite, session.run(sub, con.sql(batch_sql(con, sub)).df()))
+        results += indexed(suite, session.run(sub, con.sql(batch_sql(con, sub)).df()))
     return results
 

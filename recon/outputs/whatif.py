@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from .sqlfiles import query
-from .warehouse import require_built
+from ..build.guards import require_built
+from ..sqlfiles import query
 
 
 @dataclass

@@ -1,0 +1,158 @@
+"""`recon export`, `recon report`, `recon whatif` and `recon check`: what a built day gives
+finance and the people who run the fleet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+from rich.text import Text  # a cell shown as is: data is never read as rich markup
+
+from ..outputs.summary import console, err
+from .app import (
+    _day,
+    _environment_failure,
+    _fail,
+    _no_data,
+    _open_db,
+    _table,
+    _window,
+)
+
+
+def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the files into"),
+               day: str | None = typer.Option(None, "--day", help="UTC day YYYY-MM-DD: "
+                                                 "costs_<day>.csv and findings_<day>.csv"),
+               month: str | None = typer.Option(None, "--month", help="YYYY-MM: daily files for "
+                                                   "every day with data plus focus_<month>.csv/.parquet"),
+               db: Path = typer.Option(Path("data/recon.duckdb")),
+               account_id: str = typer.Option("runpod", help="FOCUS BillingAccountId"),
+               account_name: str = typer.Option("Runpod account", help="FOCUS BillingAccountName")):
+    """Write finance CSVs (costs by team, findings) and a FOCUS 1.2 file; totals tie to the bill.
+
+    Example: recon export --month 2026-06 --out exports/
+    """
+    from ..outputs import exports
+
+    if (day is None) == (month is None):
+        _fail("give exactly one of --day or --month")
+    try:
+        if day is not None:
+            exports.parse_day(day)
+        else:
+            exports.parse_month(month)
+    except ValueError as e:
+        _fail(str(e))
+    con = _open_db(db, need_marts=True)
+    if day is not None and (msg := _no_data(con, exports.parse_day(day), db)):
+        err.print(f"[yellow]warning:[/yellow] {escape(msg)}: the files hold no rows")
+    try:
+        if day is not None:
+            paths = exports.export_day(con, day, out)
+        else:
+            paths = exports.export_month(con, month, out, account_id, account_name)
+    except ValueError as e:
+        _fail(str(e))
+    except Exception as e:  # noqa: BLE001 - see _environment_failure
+        _environment_failure(e, f"writing into {out}")
+    for p in paths:
+        console.print(f"wrote {p}")
+
+
+def report_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
+               db: Path = typer.Option(Path("data/recon.duckdb")),
+               out: Path | None = typer.Option(None, "--out",
+                                                  help="HTML file (default: report_<day>.html)")):
+    """Write a self-contained HTML page for a day: bill split, findings, instance timelines, trend.
+
+    Example: recon report --day 2026-06-01 --out report.html
+    """
+    from ..outputs.exports import parse_day
+    from ..outputs.report import write_report
+
+    try:
+        parse_day(day)
+    except ValueError as e:
+        _fail(str(e))
+    con = _open_db(db, need_marts=True)
+    if msg := _no_data(con, parse_day(day), db):
+        err.print(f"[yellow]warning:[/yellow] {escape(msg)}: the page shows nothing billed")
+    try:
+        path = write_report(con, day, out or Path(f"report_{day}.html"), db_label=str(db))
+    except ValueError as e:
+        _fail(str(e))
+    except Exception as e:  # noqa: BLE001 - see _environment_failure
+        _environment_failure(e, f"writing {out or f'report_{day}.html'}")
+    console.print(f"wrote {path}")
+
+
+def whatif_cmd(cooldown: Optional[int] = typer.Option(None, min=0,
+                                                      help="KEDA cooldownPeriod (1 → 0), seconds"),
+               stabilization: Optional[int] = typer.Option(
+                   None, min=0, help="HPA scaleDown stabilizationWindowSeconds (N → 1), seconds"),
+               scale_down_delay: Optional[int] = typer.Option(None, min=0,
+                                                              help="Node scale-down grace, seconds"),
+               idle_timeout: Optional[int] = typer.Option(None, min=0,
+                                                          help="Serverless idle timeout, s"),
+               day_from: Optional[str] = typer.Option(None, "--from"),
+               day_to: Optional[str] = typer.Option(None, "--to"),
+               db: Path = typer.Option(Path("data/recon.duckdb"))):
+    """Re-price observed tails and serverless idle under other settings: the modelled cost at
+    today's settings, under the ones given, and the difference (money saved) per workload.
+
+    Example: recon whatif --cooldown 60 --idle-timeout 2
+    """
+    from ..outputs.whatif import aggregate, whatif
+
+    if cooldown is None and stabilization is None and scale_down_delay is None and idle_timeout is None:
+        _fail("give --cooldown, --stabilization, --scale-down-delay and/or --idle-timeout")
+    lo, hi = _window(day_from, day_to)
+    con = _open_db(db, need_marts=True)
+    # default: the days the last run built (all of them after a run without --from/--to)
+    last = con.execute("select cfg('day_from')::date, cfg('day_to')::date").fetchone()
+    lo, hi = lo or last[0], hi or last[1]
+    try:
+        res = whatif(con, lo, hi, cooldown, scale_down_delay, idle_timeout, stabilization)
+    except ValueError as e:
+        _fail(str(e))
+    rows = aggregate(res)
+    t = _table("team", "namespace", "workload", "what", "today s", "what-if s", "today USD",
+               "what-if USD", "saved USD",
+               numeric=("today s", "what-if s", "today USD", "what-if USD", "saved USD"),
+               title="What if (model: see recon/outputs/whatif.py)", title_justify="left")
+    for team, ns, wl, kind, obs, new, base_usd, new_usd, saved in rows:
+        t.add_row(*map(Text, (team, ns or "", wl or "", kind, f"{obs:,.0f}", f"{new:,.0f}",
+                              f"{base_usd:.2f}", f"{new_usd:.2f}", f"{saved:.2f}")))
+    console.print(t)
+    base = sum((r[6] for r in rows), 0)
+    new = sum((r[7] for r in rows), 0)
+    console.print(f"Baseline (today's settings): {base:.2f} USD; what-if: {new:.2f} USD")
+    console.print(f"Total saved: {base - new:.2f} USD")
+    if res.not_scaled_down:
+        console.print(f"{res.not_scaled_down} compute session(s) left out: their nodes did not scale "
+                      "down within today's expected tail, so no setting explains them "
+                      "(BILLED_AFTER_EXIT holds their excess)")
+
+
+def check_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
+              db: Path = typer.Option(Path("data/recon.duckdb"))):
+    """Scheduling verification in four steps for a day; exits 1 when a step fails.
+
+    Example: recon check --day 2026-06-01
+    """
+    from ..outputs.check import run_checks
+
+    the_day = _day(day)
+    con = _open_db(db, need_marts=True)
+    if msg := _no_data(con, the_day, db):
+        _fail(f"{msg}: nothing to check")
+    steps = run_checks(con, the_day)
+    for s in steps:
+        console.print(f"[{'green' if s.passed else 'red'}]{'PASS' if s.passed else 'FAIL'}[/] "
+                      f"{s.title}", soft_wrap=True)
+        for line in s.lines:
+            console.print(f"    {line}", soft_wrap=True, markup=False)
+    if not all(s.passed for s in steps):
+        raise typer.Exit(1)
