@@ -698,7 +698,7 @@ def main() -> None:
         "landing_hour_folders_pruned": pruned,
     }
     out = {
-        "args": {k: v for k, v in vars(args).items()},
+        "args": dict(vars(args).items()),
         "pinning": {
             "collector_cpu": collector_cpu,
             "server_cpu": server_cpu,

@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, os.environ.get("BENCH_ROOT", str(Path(__file__).resolve().parent.parent)))
 
-from recon.ingest.jsonl import land_jsonl  # noqa: E402
-from recon.ingest.lists import land_list  # noqa: E402
-from recon.ingest.reader import read_file  # noqa: E402
-from recon.db import connect  # noqa: E402
+from recon.db import connect
+from recon.ingest.jsonl import land_jsonl
+from recon.ingest.lists import land_list
+from recon.ingest.reader import read_file
 
 
 def main(files: list[str]) -> None:

@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     f_all = fit([p["records_in"] for p in points for _ in p["runs"]],
                 [s for p in points for s in p["runs"]])
     f_cd = fit([p["cluster_days"] for p in points], [p["seconds"] for p in points])
-    result = {"sha": git_sha(), "key": a.key, "args": {k: v for k, v in vars(a).items()},
+    result = {"sha": git_sha(), "key": a.key, "args": dict(vars(a).items()),
               "load_avg": os.getloadavg(), "cpus": os.cpu_count(),
               "points": points, "fit_median_seconds_vs_records": f,
               "fit_all_runs_vs_records": f_all,

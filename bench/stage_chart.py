@@ -160,7 +160,7 @@ def stage_svg(rows: list[dict], title: str, target: tuple[float, str] | None = N
                    'stroke="#c33" stroke-dasharray="6 4" stroke-width="1.5"/>')
         out.append(f'<text x="{x - 4:.1f}" y="{T - 14}" text-anchor="end" fill="#c33">'
                    f'{escape(target[1])}: {target[0]:.2f} s</text>')
-    for i, (k, (text, colour)) in enumerate(STACK.items()):
+    for i, (_k, (text, colour)) in enumerate(STACK.items()):
         lx, ly = L + (i % 4) * 160, axis_y + 48 + 18 * (i // 4)
         out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{colour}"/>')
         out.append(f'<text x="{lx + 16}" y="{ly}">{escape(text)}</text>')

@@ -64,8 +64,8 @@ def days_done(db: str, days: list[date], validation: bool = True) -> list[date]:
 
     Marts rows alone do not make a day done: a day's build commits before its gate, so a day
     whose gate failed has rows and was never published (recon.published)."""
-    from recon.published import published
     from recon.db import connect
+    from recon.published import published
 
     if not Path(db).exists():
         return []

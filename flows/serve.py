@@ -37,7 +37,7 @@ def local_server(port: int = 4200, timeout: float = 120.0):
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"prefect server not healthy on {url} after {timeout}s")
+                    raise RuntimeError(f"prefect server not healthy on {url} after {timeout}s") from None
                 time.sleep(1)
         yield url
     finally:

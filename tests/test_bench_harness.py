@@ -87,7 +87,7 @@ def _mutate(rng, doc, kind):
         path = rng.choice(PATHS[kind])
         cur = doc
         for k in path[:-1]:
-            if isinstance(cur, dict) and isinstance(cur.get(k), (dict, list)) or isinstance(cur, list) and isinstance(k, int) and len(cur) > k:
+            if (isinstance(cur, dict) and isinstance(cur.get(k), (dict, list))) or (isinstance(cur, list) and isinstance(k, int) and len(cur) > k):
                 cur = cur[k]
             else:
                 cur = None
@@ -453,7 +453,7 @@ def test_staging_reads_each_field_like_the_arrow_operators(tmp_path):
                             ("deletionTimestamp", m), ("deletionGracePeriodSeconds", m),
                             ("labels", m), ("nodeName", p["spec"]), ("phase", p["status"])):
             if rng.random() < 0.3:
-                holder[key] = rng.choice(ODD_VALUES + ["2026-06-01T11:00:00Z", "30"])
+                holder[key] = rng.choice([*ODD_VALUES, "2026-06-01T11:00:00Z", "30"])
         if rng.random() < 0.1:
             p["metadata"] = rng.choice(ODD_VALUES)
         pods.append(("f", i, "l", "c", "ADDED", "Pod", f"p{i % 150}",
@@ -462,7 +462,7 @@ def test_staging_reads_each_field_like_the_arrow_operators(tmp_path):
         j = _job(rng, i)
         for key in ("id", "endpointId", "delayTime", "executionTime", "completedAt", "workerId"):
             if rng.random() < 0.2:
-                j[key] = rng.choice(ODD_VALUES + ["2026-06-01T10:01:00Z", "12"])
+                j[key] = rng.choice([*ODD_VALUES, "2026-06-01T10:01:00Z", "12"])
         jobs.append(("f", i, "l", json.dumps(j)))
     con.executemany("insert into raw.k8s_objects (source_file, record_no, locator, cluster, "
                     "event_type, kind, uid, resource_version, seen_at, doc) "

@@ -51,7 +51,7 @@ def test_the_demo_writes_its_own_warehouse_and_never_one_it_did_not_write(tmp_pa
            if ln.strip().startswith("uv run recon ")]
     assert len(nxt) == 4 and all("--db data/demo.duckdb" in ln for ln in nxt), r.output
     report = next(ln for ln in nxt if ln.startswith("report"))
-    r = cli.invoke(app, report.split() + ["--out", str(tmp_path / "r.html")])
+    r = cli.invoke(app, [*report.split(), "--out", str(tmp_path / "r.html")])
     assert r.exit_code == 0 and (tmp_path / "r.html").exists(), r.output
     # pointed at a file it did not write: refused, the file as it was
     r = cli.invoke(app, ["demo", "--db", str(mine)], terminal_width=300)

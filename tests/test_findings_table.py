@@ -3,7 +3,6 @@
 from datetime import timedelta
 from decimal import Decimal
 
-
 from engine.build import World, t
 
 RATE = Decimal("0.86")
@@ -27,7 +26,7 @@ def test_billed_after_exit_raised_and_not(tmp_path):
     batch_node(w, tail_minutes=60)
     f = w.findings()
     assert codes(f) == ["BILLED_AFTER_EXIT"]
-    code, rid, day, secs, amount, msg = f[0]
+    _code, rid, day, secs, amount, msg = f[0]
     assert (rid, day) == ("pod1", "2026-06-01")
     assert secs == Decimal(3600 - 420)  # beyond cooldown 300 + grace 60 + tolerance 60
     assert amount == (RATE * 3180 / 3600).quantize(Decimal("0.000000000001"))
@@ -61,7 +60,7 @@ def test_rate_mismatch_when_a_savings_plan_is_not_applied(tmp_path):
     w.config.append(plan)
     f = {c: (r, s, a, m) for c, r, _, s, a, m in w.findings()}
     assert set(f) == {"RATE_MISMATCH"}
-    rid, secs, amount, msg = f["RATE_MISMATCH"]
+    rid, _secs, amount, msg = f["RATE_MISMATCH"]
     assert rid == "pod1" and "savings plan sp-1" in msg
     billed_s = 3600 + 300
     assert abs(amount - (RATE - Decimal("0.60")) * billed_s / 3600) < Decimal("0.000000001")
@@ -80,8 +79,8 @@ def test_effective_dated_rate_card(tmp_path):
     w.config = ['[[rates.effective]]\nkind = "pod_per_hour"\nkey = "pod1"\nusd = "0.50"\nto = "2026-06-01"\n',
                 '[[rates.effective]]\nkind = "pod_per_hour"\nkey = "pod1"\nusd = "0.86"\nfrom = "2026-06-01"\n']
     w.write()
-    from recon.pipeline import run
     from recon.db import connect
+    from recon.pipeline import run
     run(tmp_path / "a" / "in", tmp_path / "a" / "db.duckdb")
     con = connect(tmp_path / "a" / "db.duckdb", read_only=True)
     assert con.execute("select billed_seconds from marts.resource_day").fetchall() == [(Decimal("3900.000"),)]

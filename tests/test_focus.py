@@ -7,8 +7,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from recon.pipeline import run
 from recon.db import connect
+from recon.pipeline import run
 
 COLS_12 = ["BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "BillingAccountId",
            "BillingAccountName", "BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
@@ -78,7 +78,7 @@ def test_focus_csv_gpu_node_reconciles(tmp_path):
     rows[-1]["ResourceId"] = ""
     bad = row(14, 10)
     bad["BilledCost"] = "twelve"
-    write_csv(folder / "focus.csv", rows + [bad])
+    write_csv(folder / "focus.csv", [*rows, bad])
     res = run(folder, tmp_path / "db.duckdb")
     assert res.quarantined == 1
     con = connect(tmp_path / "db.duckdb", read_only=True)

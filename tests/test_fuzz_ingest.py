@@ -69,7 +69,7 @@ def _run(files: dict[str, bytes]):
                 select source_file from raw.k8s_objects union all select source_file from raw.runpod_billing
                 union all select source_file from raw.runpod_inventory union all
                 select source_file from raw.serverless_jobs) group by all""").fetchall()
-            return results, files_rows, dict((f, n) for f, n, _ in q), {f: bad for f, _, bad in q}, dict(raw_n)
+            return results, files_rows, {f: n for f, n, _ in q}, {f: bad for f, _, bad in q}, dict(raw_n)
         finally:
             con.close()
 
@@ -86,7 +86,7 @@ def _accounted(files_rows, quarantined, no_reason, raw_n):
 @given(st.lists(line, min_size=1, max_size=25), st.booleans())
 def test_jsonl_fuzz_every_line_accounted(lines, trailing_newline):
     text = "\n".join(lines) + ("\n" if trailing_newline else "")
-    results, files_rows, quarantined, no_reason, raw_n = _run({"in.jsonl": text.encode("utf-8")})
+    _results, files_rows, quarantined, no_reason, raw_n = _run({"in.jsonl": text.encode("utf-8")})
     _accounted(files_rows, quarantined, no_reason, raw_n)
     assert files_rows, "the file itself is always accounted for"
 
@@ -95,16 +95,16 @@ def test_jsonl_fuzz_every_line_accounted(lines, trailing_newline):
 @given(st.lists(st.builds(billing_record, weird_numbers, timestamps), max_size=10))
 def test_billing_envelope_fuzz(records):
     body = json.dumps({"records": records, "metadata": {}}, allow_nan=True).encode()
-    results, files_rows, quarantined, no_reason, raw_n = _run({"bill.json": body})
+    _results, files_rows, quarantined, no_reason, raw_n = _run({"bill.json": body})
     _accounted(files_rows, quarantined, no_reason, raw_n)
-    [(_, n_in, n_loaded, n_quar, _)] = files_rows
+    [(_, n_in, _n_loaded, _n_quar, _)] = files_rows
     assert n_in == len(records) or (not records and n_in <= 1)
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.binary(max_size=2000))
 def test_random_bytes_never_crash(data):
-    results, files_rows, quarantined, no_reason, raw_n = _run({"blob.bin": data})
+    _results, files_rows, quarantined, no_reason, raw_n = _run({"blob.bin": data})
     _accounted(files_rows, quarantined, no_reason, raw_n)
 
 
@@ -112,7 +112,7 @@ def test_huge_single_line_is_quarantined_not_fatal(tmp_path):
     big = b'{"type": "ADDED", "object": {"kind": "Pod", "metadata": {"name": "' + b"x" * (100 << 20)
     good = json.dumps({"type": "ADDED", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {
         "uid": "u1", "name": "ok", "creationTimestamp": "2026-06-01T00:00:00Z"}}}).encode()
-    results, files_rows, quarantined, no_reason, raw_n = _run({"big.jsonl": good + b"\n" + big + b"\n"})
+    _results, files_rows, quarantined, no_reason, raw_n = _run({"big.jsonl": good + b"\n" + big + b"\n"})
     _accounted(files_rows, quarantined, no_reason, raw_n)
     [(_, n_in, n_loaded, n_quar, _)] = files_rows
     assert (n_in, n_loaded, n_quar) == (2, 1, 1)

@@ -11,9 +11,9 @@ import json
 
 from test_focus import row, write_csv
 
+from recon.db import connect
 from recon.pipeline import run
 from recon.simulate import simulate
-from recon.db import connect
 
 
 def test_every_input_kind_passes_the_gate(tmp_path):

@@ -17,8 +17,8 @@ from test_ingest import cond
 from test_ingest import pod as k8s_pod
 
 from recon.config import Landing, load_config
-from recon.ingest import guards, jsonl, lists
 from recon.db import connect
+from recon.ingest import guards, jsonl, lists
 from recon.ingest.land import load_folder
 
 

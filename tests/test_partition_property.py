@@ -6,12 +6,12 @@ from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
+from engine.build import D0, World
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.build import D0, World
-from recon.pipeline import run
 from recon.db import connect
+from recon.pipeline import run
 
 COMPUTE = ("startup", "busy", "idle_gap", "tail", "unobserved")
 

@@ -322,7 +322,7 @@ def test_a_new_day_lands_only_new_files_and_keeps_old_days(scaled):
     assert {r.path for r in second.files if r.unchanged} == {r.path for r in first.files}
     new = [r.path for r in second.files if not r.unchanged]
     assert new and all("hour=2026-06-02T23" in p or "pulled=2026-06-03" in p for p in new)
-    # day 1's rows are exactly what the day-1 run wrote 
+    # day 1's rows are exactly what the day-1 run wrote
     before = scaled["day1_before"]
     assert all(before[m] for m in ("resource_day", "billed_segments", "allocation", "findings"))
     now = _marts(scaled["db"], f"day = DATE '{DAY1}'", DAY_MARTS)

@@ -6,8 +6,8 @@ from decimal import Decimal
 import duckdb
 import pytest
 
-from recon.pipeline import run
 from recon.db import connect
+from recon.pipeline import run
 
 
 def envelope(records, pulled):

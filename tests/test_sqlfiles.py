@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from recon.sqlfiles import QUERY_DIR, query
 from recon.build.models import LAYERS, sql_models
+from recon.sqlfiles import QUERY_DIR, query
 
 ROOT = Path(__file__).resolve().parent.parent
 

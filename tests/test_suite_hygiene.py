@@ -75,9 +75,7 @@ def test_a_leak_on_a_worker_fails_the_run_and_is_named(tmp_path):
 
 
 def test_a_file_runs_on_one_worker_and_the_flow_tests_on_one_worker(tmp_path):
-    folder = _suite(tmp_path, {name: RECORD for name in (
-        "tests/flows/test_a.py", "tests/flows/test_b.py", "tests/test_c.py", "tests/test_d.py",
-        "tests/test_e.py")})
+    folder = _suite(tmp_path, dict.fromkeys(("tests/flows/test_a.py", "tests/flows/test_b.py", "tests/test_c.py", "tests/test_d.py", "tests/test_e.py"), RECORD))
     record = tmp_path / "record"
     record.mkdir()
     r = _pytest(folder, record=record)

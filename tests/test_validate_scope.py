@@ -135,7 +135,7 @@ def test_a_bad_scope_is_refused(tmp_path):
              '"meta": {"severity": "critical"}}]}')
     for bad in ('{"by": "week", "column": "day"}', '{"by": "day"}', '{"by": "day", "column": "d; drop"}'):
         (tmp_path / "marts.x.json").write_text(suite % bad)
-        with pytest.raises(ValueError, match="marts.x.json: meta.scope"):
+        with pytest.raises(ValueError, match=r"marts\.x\.json: meta\.scope"):
             load_suites(tmp_path)
     (tmp_path / "marts.x.json").write_text(suite % '{"by": "day", "column": "day"}')
     assert load_suites(tmp_path)[0].scope == ("day", "day")

@@ -8,11 +8,11 @@ from pathlib import Path
 from engine.build import World, t
 from typer.testing import CliRunner
 
-from recon.outputs.check import run_checks
 from recon.cli import app
-from recon.pipeline import run
 from recon.db import connect
+from recon.outputs.check import run_checks
 from recon.outputs.whatif import whatif
+from recon.pipeline import run
 
 DAY = date(2026, 6, 1)
 

@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import requests
@@ -36,7 +36,7 @@ TIMEOUT = (5, 60)
 
 
 def _iso(t: datetime) -> str:
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def pull_kube_state_metrics(landing_dir: str | Path, base_url: str, start: datetime, end: datetime,
@@ -44,7 +44,7 @@ def pull_kube_state_metrics(landing_dir: str | Path, base_url: str, start: datet
                             headers: dict | None = None, metrics=METRICS) -> list[Path]:
     """Query each metric over [start, end) and land the responses; returns the files written."""
     s = session or requests.Session()
-    pulled = datetime.now(timezone.utc)
+    pulled = datetime.now(UTC)
     folder = Path(landing_dir) / "prometheus" / f"pulled={pulled.strftime('%Y%m%dT%H%M%SZ')}"
     folder.mkdir(parents=True, exist_ok=True)
     out = []

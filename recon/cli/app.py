@@ -7,7 +7,7 @@ import logging
 import sys
 from datetime import date
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import NoReturn
 
 import typer
 from rich.markup import escape
@@ -33,7 +33,7 @@ def _logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, handlers=[handler])
 
 
-def _day(s: Optional[str], option: str = "--day") -> Optional[date]:
+def _day(s: str | None, option: str = "--day") -> date | None:
     """A UTC day option (YYYY-MM-DD), or a clear error and exit 2 (not a traceback)."""
     if not s:
         return None
@@ -45,7 +45,7 @@ def _day(s: Optional[str], option: str = "--day") -> Optional[date]:
         _fail(f"{option} must be a UTC day YYYY-MM-DD, got {s!r}")
 
 
-def _window(day_from: Optional[str], day_to: Optional[str]):
+def _window(day_from: str | None, day_to: str | None):
     """--from/--to as days; a window that ends before it starts is an error, not an empty run."""
     lo, hi = _day(day_from, "--from"), _day(day_to, "--to")
     if lo is not None and hi is not None and lo > hi:

@@ -4,7 +4,6 @@ finance and the people who run the fleet."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -88,16 +87,16 @@ def report_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
     console.print(f"wrote {path}")
 
 
-def whatif_cmd(cooldown: Optional[int] = typer.Option(None, min=0,
+def whatif_cmd(cooldown: int | None = typer.Option(None, min=0,
                                                       help="KEDA cooldownPeriod (1 → 0), seconds"),
-               stabilization: Optional[int] = typer.Option(
+               stabilization: int | None = typer.Option(
                    None, min=0, help="HPA scaleDown stabilizationWindowSeconds (N → 1), seconds"),
-               scale_down_delay: Optional[int] = typer.Option(None, min=0,
+               scale_down_delay: int | None = typer.Option(None, min=0,
                                                               help="Node scale-down grace, seconds"),
-               idle_timeout: Optional[int] = typer.Option(None, min=0,
+               idle_timeout: int | None = typer.Option(None, min=0,
                                                           help="Serverless idle timeout, s"),
-               day_from: Optional[str] = typer.Option(None, "--from"),
-               day_to: Optional[str] = typer.Option(None, "--to"),
+               day_from: str | None = typer.Option(None, "--from"),
+               day_to: str | None = typer.Option(None, "--to"),
                db: Path = typer.Option(Path("data/recon.duckdb"))):
     """Re-price observed tails and serverless idle under other settings: the modelled cost at
     today's settings, under the ones given, and the difference (money saved) per workload.

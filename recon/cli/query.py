@@ -46,7 +46,7 @@ def _query(con, sql: str, format: str, allow_files: bool) -> None:
     lock_down(con, allow_files=allow_files)
     try:
         rel = con.sql(sql)
-    except Exception as e:  # duckdb errors carry the SQL position
+    except Exception as e:  # noqa: BLE001 -- any duckdb error (parser, binder, catalog, IO) is one line for the user, with its SQL position
         hint = ("" if allow_files or "disabled" not in str(e) else
                 " (recon query reads the warehouse only: --allow-files lets the SQL use "
                 "files and extensions)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -22,9 +21,9 @@ from .app import (
 
 def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input files (any layout)"),
             db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to write"),
-            config: Optional[Path] = typer.Option(None, help="recon TOML (default: INPUT/recon.toml)"),
-            day_from: Optional[str] = typer.Option(None, "--from", help="First UTC day (YYYY-MM-DD)"),
-            day_to: Optional[str] = typer.Option(None, "--to", help="Last UTC day, inclusive"),
+            config: Path | None = typer.Option(None, help="recon TOML (default: INPUT/recon.toml)"),
+            day_from: str | None = typer.Option(None, "--from", help="First UTC day (YYYY-MM-DD)"),
+            day_to: str | None = typer.Option(None, "--to", help="Last UTC day, inclusive"),
             verbose: bool = typer.Option(False, "-v", help="Log every quarantined record"),
             validate: bool = typer.Option(True, help="Run the Great Expectations suites (a few "
                                                      "seconds); a critical failure exits 1"),

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC
 
-from .report import seconds_text as _secs
 from ..sqlfiles import query
+from .report import seconds_text as _secs
 
 
 @dataclass

@@ -17,12 +17,17 @@ from .emit_runpod import write_runpod
 from .extras import extras_truth, plan_config, write_extras
 from .truth import ground_truth
 from .world import (
-    HOURS_PER_MONTH, SAMPLE_DISK_RUNNING_GB_MONTH, SAMPLE_GPU_PER_HOUR,
-    SAMPLE_NETWORK_VOLUME_GB_MONTH, SAMPLE_SERVERLESS_PER_SECOND, SAMPLE_VOLUME_STOPPED_GB_MONTH,
-    World, build_world,
+    HOURS_PER_MONTH,
+    SAMPLE_DISK_RUNNING_GB_MONTH,
+    SAMPLE_GPU_PER_HOUR,
+    SAMPLE_NETWORK_VOLUME_GB_MONTH,
+    SAMPLE_SERVERLESS_PER_SECOND,
+    SAMPLE_VOLUME_STOPPED_GB_MONTH,
+    World,
+    build_world,
 )
 
-__all__ = ["simulate", "build_world", "World"]
+__all__ = ["World", "build_world", "simulate"]
 
 
 def _config_text(world: World, th: Thresholds) -> str:
@@ -69,7 +74,7 @@ def simulate(out: str | Path, seed: int = 7, days: int = 2, nodes: int = 4, endp
     rows, found = extras_truth(start_day, days, asdict(th))
     truth["resource_days"] = sorted(truth["resource_days"] + rows,
                                     key=lambda r: (r["resource_id"], r["day"]))
-    truth["findings"] = [dict(code=c, resource_id=r, day=d) for c, r, d in sorted(
+    truth["findings"] = [{"code": c, "resource_id": r, "day": d} for c, r, d in sorted(
         {(f["code"], f["resource_id"], f["day"]) for f in truth["findings"]} | set(found))]
     truth["awaiting_bill_days"] = [] if late_bill is None else [late_bill.isoformat()]
     (out / "expected").mkdir(exist_ok=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 
 import numpy as np
@@ -16,12 +16,12 @@ from .world import CLUSTER, COOLDOWN, POLLING, PROBE_FAILURES, PROBE_PERIOD, Ins
 
 @lru_cache(maxsize=1 << 18)
 def ts(t: int) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @lru_cache(maxsize=1 << 18)
 def micro(t: int) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
 
 
 def dumps_indented(obj, indent: int) -> bytes:
@@ -316,4 +316,4 @@ def write_k8s(world: World, out, rv: RV) -> list[str]:
                                 "metadata": {"resourceVersion": ""}, "items": events}, 1))
     with open(k8s / "keda.json", "w", encoding="utf-8") as f:
         json.dump(scaled_objects(), f, indent=1)
-    return files + ["nodes-watch.json", "events.json", "keda.json"] + write_keda(world, k8s)
+    return [*files, "nodes-watch.json", "events.json", "keda.json", *write_keda(world, k8s)]

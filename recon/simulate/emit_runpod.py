@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_right
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import lru_cache
 from pathlib import Path
 
 from .world import (
-    HOURS_PER_MONTH, SAMPLE_DISK_RUNNING_GB_MONTH, SAMPLE_NETWORK_VOLUME_GB_MONTH,
-    SAMPLE_SERVERLESS_PER_SECOND, SAMPLE_VOLUME_STOPPED_GB_MONTH, Instance, World,
+    HOURS_PER_MONTH,
+    SAMPLE_DISK_RUNNING_GB_MONTH,
+    SAMPLE_NETWORK_VOLUME_GB_MONTH,
+    SAMPLE_SERVERLESS_PER_SECOND,
+    SAMPLE_VOLUME_STOPPED_GB_MONTH,
+    Instance,
+    World,
 )
 
 Q = Decimal("0.0000000001")  # amounts carry 10 decimals
@@ -19,12 +24,12 @@ Q = Decimal("0.0000000001")  # amounts carry 10 decimals
 
 @lru_cache(maxsize=1 << 18)
 def iso(t: int) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @lru_cache(maxsize=1 << 18)
 def _iso_second(t: int) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.")
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.")
 
 
 def iso_ms(ms: int) -> str:
@@ -124,7 +129,7 @@ def write_runpod(world: World, out, late_day: int | None = None, late_out=None) 
         dest, pulled = (late_rp, d1 + 86400) if d == late_day else (rp, None)
         dest.mkdir(parents=True, exist_ok=True)
         pods, v1 = [], []
-        for inst, (h, c, stopped, gpu, disk) in hours_by_day.get(d, ()):
+        for inst, (h, c, _stopped, gpu, disk) in hours_by_day.get(d, ()):
             if inst.billing_format == "v1":
                 rec = {"amount": money(gpu + disk), "timeBilledMs": c * 1000,
                        "time": iso(h) if d % 2 else iso(h).replace("T", " ").rstrip("Z"),
@@ -257,7 +262,7 @@ def _inventory(world: World, rp) -> list[str]:
             if k == 1 and ep.sessions:
                 verbatim.append(f"serverless/{ep.endpoint_id}/workers.jsonl")
                 (rp / verbatim[-1]).parent.mkdir(parents=True, exist_ok=True)
-                wf = open(rp / verbatim[-1], "w", encoding="utf-8")  # noqa: SIM115 - closed below
+                wf = open(rp / verbatim[-1], "w", encoding="utf-8")
             else:
                 wf = collected
             # alive = [s for s in ep.sessions if s.start_ms <= t < s.stop_ms], without the
@@ -266,7 +271,7 @@ def _inventory(world: World, rp) -> list[str]:
             order = sorted(range(len(ep.sessions)), key=lambda i: ep.sessions[i].start_ms)
             starts = [ep.sessions[i].start_ms for i in order]
             longest = max((s.stop_ms - s.start_ms for s in ep.sessions), default=0)
-            for pos, idx in enumerate(order):
+            for _pos, idx in enumerate(order):
                 ws = ep.sessions[idx]
                 t = ws.start_ms + 1000
                 lo, hi = bisect_right(starts, t - longest - 1), bisect_right(starts, t)

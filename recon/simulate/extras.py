@@ -17,7 +17,7 @@ Everything here is whole seconds; the truth is computed from the same timeline.
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
@@ -32,7 +32,7 @@ Q = Decimal("0.0000000001")
 
 
 def _ts(t: int) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _money(x: Decimal) -> float:

@@ -96,7 +96,7 @@ def add_keda_fleet(world: World) -> None:
         day0 = world.window_start + d * 86400
         activated = day0 + 15 * 3600 + rng.randint(0, 1800)
         insts = []
-        for k in range(2):
+        for _k in range(2):
             inst = Instance(pod_id=ids.short(14), role="keda_replica", node_name=None, mapping="label",
                             gpu_type=GPU, gpu_count=1, volume_gb=50, container_gb=20,
                             created=0, terminated=None)

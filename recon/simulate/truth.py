@@ -7,26 +7,29 @@ so the two implementations check each other.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
 from .emit_runpod import existence_end, instance_hours, per_gb_second
 from .keda import keda_findings
 from .world import (
-    SAMPLE_DISK_RUNNING_GB_MONTH, SAMPLE_VOLUME_STOPPED_GB_MONTH, Instance, World,
+    SAMPLE_DISK_RUNNING_GB_MONTH,
+    SAMPLE_VOLUME_STOPPED_GB_MONTH,
+    Instance,
+    World,
 )
 
 CATS = ("unobserved", "busy", "startup", "tail", "idle_gap")
 
 
 def _iso(t: int | None) -> str | None:
-    return None if t is None else datetime.fromtimestamp(t, tz=timezone.utc).strftime(
+    return None if t is None else datetime.fromtimestamp(t, tz=UTC).strftime(
         "%Y-%m-%dT%H:%M:%SZ")
 
 
 def _day(t: int) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d")
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d")
 
 
 def ground_truth(world: World, thresholds: dict) -> dict:
@@ -146,7 +149,7 @@ def ground_truth(world: World, thresholds: dict) -> dict:
             r["serverless_idle_seconds"] = cats["idle"] / 1000
             r["categories"] = {k: v / 1000 for k, v in cats.items() if not k.startswith("_") and v}
             r["task_finished_at"] = datetime.fromtimestamp(
-                cats["_last_done"] / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+                cats["_last_done"] / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
             tol = thresholds["serverless_idle_tolerance_seconds"] * 1000 * cats["_sessions"]
             if cats["idle"] - cats["_expected_idle"] > tol:
                 findings.add(("SERVERLESS_IDLE_EXCESS", ep.endpoint_id, day))
@@ -166,7 +169,7 @@ def ground_truth(world: World, thresholds: dict) -> dict:
         "kind": "recon.GroundTruth",
         "seed": world.seed,
         "resource_days": sorted(rows.values(), key=lambda r: (r["resource_id"], r["day"])),
-        "findings": [dict(code=c, resource_id=r, day=d) for c, r, d in sorted(findings)],
+        "findings": [{"code": c, "resource_id": r, "day": d} for c, r, d in sorted(findings)],
     }
 
 
@@ -190,7 +193,7 @@ def _amounts(inst: Instance, world: World, rows: dict) -> None:
 
 
 def _s(day: str) -> int:
-    return int(datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=timezone.utc).timestamp())
+    return int(datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp())
 
 
 def _e(day: str) -> int:

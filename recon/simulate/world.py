@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 # SAMPLE RATES for the simulator only (labelled as such in the recon.toml it writes).
@@ -140,7 +140,7 @@ class World:
 
 
 def day_epoch(d: date) -> int:
-    return int(datetime(d.year, d.month, d.day, tzinfo=timezone.utc).timestamp())
+    return int(datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp())
 
 
 ALPHABET = "abcdefghijkmnpqrstuvwxyz0123456789"
@@ -164,7 +164,7 @@ class Ids:
         return "".join(out)
 
     def uid(self) -> str:
-        h = "%032x" % self.rng.getrandbits(128)
+        h = f"{self.rng.getrandbits(128):032x}"
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 

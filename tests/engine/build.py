@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-from recon.pipeline import run
 from recon.db import connect
+from recon.pipeline import run
 
-D0 = datetime(2026, 6, 1, tzinfo=timezone.utc)
+D0 = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 def t(hhmm: str, day: int = 0) -> datetime:

@@ -471,7 +471,7 @@ class FakeKubeAPI:
             }
             if reason:
                 entry["reason"] = reason
-            obj["status"]["conditions"] = conds + [entry]
+            obj["status"]["conditions"] = [*conds, entry]
 
         def mutate(obj: dict) -> None:
             status, spec = obj.setdefault("status", {}), obj["spec"]

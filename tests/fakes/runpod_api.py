@@ -572,7 +572,7 @@ class FakeRunpodAPI:
             if ep not in {e["id"] for e in inv["endpoints"]}:
                 raise _HTTPError(404, f"endpoint {ep} not found")
             workers = inv["workers"].get(ep, [])
-            summary = {s: 0 for s in ("running", "idle", "initializing", "throttled", "unhealthy")}
+            summary = dict.fromkeys(("running", "idle", "initializing", "throttled", "unhealthy"), 0)
             for wk in workers:
                 summary[wk["status"].lower()] += 1
             summary["total"] = len(workers)
@@ -696,7 +696,7 @@ class FakeRunpodAPI:
                         "endTime": rec["endTime"],
                         "acct": "all",
                         "totalAmount": 0.0,
-                        **{f: 0.0 for f in ACCOUNT_FIELDS},
+                        **dict.fromkeys(ACCOUNT_FIELDS, 0.0),
                     },
                 )
                 row["totalAmount"] += rec["totalAmount"]
@@ -748,7 +748,7 @@ def _rebucket(
                 "startTime": iso(day),
                 "endTime": iso(day + DAY),
                 id_field: r[id_field],
-                **{a: 0.0 for a in amount_fields},
+                **dict.fromkeys(amount_fields, 0.0),
             },
         )
         for a in amount_fields:

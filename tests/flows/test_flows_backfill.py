@@ -157,7 +157,7 @@ def test_a_day_awaiting_its_bill_is_built_not_published_until_its_bill_lands(
     landing, late, db = tmp_path / "landing", tmp_path / "late", tmp_path / "recon.duckdb"
     simulate(landing, seed=7, days=2, nodes=2, endpoints=1, start_day=DAY, late_bill=DAY2,
              late_out=late)
-    run = lambda: backfill(start=str(DAY), end=str(DAY2), landing_dir=str(landing),  # noqa: E731
+    run = lambda: backfill(start=str(DAY), end=str(DAY2), landing_dir=str(landing),
                            db=str(db), exports_dir=str(tmp_path / "exports"))
     assert run() == {"built": [str(DAY)], "skipped": [], "batches": [[str(DAY), str(DAY2)]],
                      "awaiting": [str(DAY2)]}

@@ -67,7 +67,7 @@ def test_inventory_snapshot_and_collect_without_kubernetes(no_key, monkeypatch, 
 def test_missing_key_fails_with_the_places_to_put_it(no_key, tmp_path):
     from flows.daily_reconciliation import pull_provider_window
 
-    with pytest.raises(RuntimeError, match="runpod-api-key.*RUNPOD_API_KEY"):
+    with pytest.raises(RuntimeError, match=r"runpod-api-key.*RUNPOD_API_KEY"):
         pull_provider_window.fn(str(tmp_path), date(2026, 6, 1), date(2026, 6, 1))
 
 
@@ -332,7 +332,7 @@ def test_the_daily_steps_rebuild_the_trailing_days_a_restatement_changes(monkeyp
     con.close()
     assert billed == day1 + 5  # the restated bill, where it read day1 before
     with open(out / "costs_2026-06-01.csv", newline="") as f:
-        rows = [r for r in csv.DictReader(f)]
+        rows = list(csv.DictReader(f))
     pod_rows = [r for r in rows if "pod_a1" in r.values()]
     assert pod_rows and sum(Decimal(r["billed_amount"]) for r in pod_rows) == day1 + 5
 

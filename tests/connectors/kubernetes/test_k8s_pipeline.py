@@ -63,7 +63,7 @@ def test_collected_landing_reconciles_like_the_simulator(sim_run, tmp_path):
                                 kubeconfig=str(fake.write_kubeconfig(tmp_path / "kc", "sim")),
                                 context="sim")
         with RunningCollector(landing, [cluster], list(set(STORES.values()))) as coll:
-            wait_watching(fake, {s: 1 for s in set(STORES.values())}, coll)
+            wait_watching(fake, dict.fromkeys(set(STORES.values()), 1), coll)
             for store, etype, obj in history:
                 fake.replay(store, etype, obj)
             for store in set(STORES.values()):

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import json
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
 from connectors.prometheus import pull_kube_state_metrics
-from recon.pipeline import run
 from recon.db import connect
+from recon.pipeline import run
 
-T0 = datetime(2026, 5, 20, 10, 0, tzinfo=timezone.utc).timestamp()
+T0 = datetime(2026, 5, 20, 10, 0, tzinfo=UTC).timestamp()
 POD = {"namespace": "ml", "pod": "train-abcde", "uid": "u-prom-1", "node": "gpu-a"}
 SERIES = {  # metric -> (extra labels, value)
     "kube_pod_info": ({"node": "gpu-a"}, 1),
@@ -30,7 +31,7 @@ SERIES = {  # metric -> (extra labels, value)
 
 
 class Fake(BaseHTTPRequestHandler):
-    calls: list = []
+    calls: ClassVar[list] = []
 
     def log_message(self, *a):
         pass
@@ -69,8 +70,8 @@ def prom():
 
 def test_backfilled_pod_is_a_coarser_lifecycle_and_reconciles(prom, tmp_path):
     landing = tmp_path / "landing"
-    files = pull_kube_state_metrics(landing, prom, datetime(2026, 5, 20, tzinfo=timezone.utc),
-                                    datetime(2026, 5, 21, tzinfo=timezone.utc), step="60s")
+    files = pull_kube_state_metrics(landing, prom, datetime(2026, 5, 20, tzinfo=UTC),
+                                    datetime(2026, 5, 21, tzinfo=UTC), step="60s")
     assert len(files) == 9 and all(c["step"] == ["60s"] for c in Fake.calls)
     # a node labelled with its Runpod pod and a bill for it, so the backfilled pod reconciles
     (landing / "bill.json").write_text(json.dumps({"records": [
@@ -94,9 +95,9 @@ def test_backfilled_pod_is_a_coarser_lifecycle_and_reconciles(prom, tmp_path):
 
 
 def test_prometheus_error_is_named(prom, tmp_path):
-    with pytest.raises(RuntimeError, match="kube_pod_info.*HTTP 400"):
-        pull_kube_state_metrics(tmp_path, prom + "/bogus", datetime(2026, 5, 20, tzinfo=timezone.utc),
-                                datetime(2026, 5, 21, tzinfo=timezone.utc))
+    with pytest.raises(RuntimeError, match=r"kube_pod_info.*HTTP 400"):
+        pull_kube_state_metrics(tmp_path, prom + "/bogus", datetime(2026, 5, 20, tzinfo=UTC),
+                                datetime(2026, 5, 21, tzinfo=UTC))
 
 
 def test_a_watched_pod_is_never_backfilled_even_outside_a_windows_scope(prom, tmp_path):
@@ -107,7 +108,7 @@ def test_a_watched_pod_is_never_backfilled_even_outside_a_windows_scope(prom, tm
     from tests.engine.build import World
 
     w = World(tmp_path / "w")
-    t0 = datetime(2026, 5, 20, 10, 0, tzinfo=timezone.utc)
+    t0 = datetime(2026, 5, 20, 10, 0, tzinfo=UTC)
     w.node("gpu-a", "gpu-a", t0 - timedelta(minutes=5), t0 - timedelta(minutes=2))
     w.pod("train-abcde", "gpu-a", t0, t0 + timedelta(minutes=5), t0 + timedelta(hours=1))
     w.compute("gpu-a", t0 - timedelta(minutes=5), t0 + timedelta(hours=1, minutes=30), Decimal("1"))
@@ -115,8 +116,8 @@ def test_a_watched_pod_is_never_backfilled_even_outside_a_windows_scope(prom, tm
     w.pod("later-job", "gpu-a", late, late + timedelta(minutes=5), late + timedelta(hours=1))
     w.compute("gpu-a", late - timedelta(minutes=5), late + timedelta(hours=1), Decimal("1"))
     landing = w.write()
-    pull_kube_state_metrics(landing, prom, datetime(2026, 5, 20, tzinfo=timezone.utc),
-                            datetime(2026, 5, 21, tzinfo=timezone.utc), step="60s")
+    pull_kube_state_metrics(landing, prom, datetime(2026, 5, 20, tzinfo=UTC),
+                            datetime(2026, 5, 21, tzinfo=UTC), step="60s")
     db = tmp_path / "db.duckdb"
     run(landing, db, day_from=date(2026, 5, 23), day_to=date(2026, 5, 23))
     con = connect(db, read_only=True)

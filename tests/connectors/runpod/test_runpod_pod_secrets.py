@@ -9,8 +9,8 @@ import json
 
 from connectors.pod_secrets import fingerprint
 from connectors.runpod import snapshot_inventory
-from recon.pipeline import run
 from recon.db import connect
+from recon.pipeline import run
 from tests.connectors.runpod.conftest import API_KEY, NOW
 from tests.fakes.runpod_api import FakeRunpodAPI, default_inventory, landed_files
 

@@ -8,9 +8,9 @@ import shutil
 from datetime import UTC, datetime
 
 from connectors.runpod import RunpodClient, pull_billing, snapshot_inventory
+from recon.db import connect
 from recon.outputs import exports, report
 from recon.pipeline import run
-from recon.db import connect
 from tests.fakes.runpod_api import FakeRunpodAPI, VirtualClock
 
 KEY = "rpa_PLANTED_SECRET_7f3c9e1d2b"

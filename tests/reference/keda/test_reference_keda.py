@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from recon.pipeline import run
 from recon.db import connect
+from recon.pipeline import run
 
 HERE = Path(__file__).parent
 RATE = Decimal("3.60")

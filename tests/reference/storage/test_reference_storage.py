@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from recon.pipeline import run
 from recon.db import connect
+from recon.pipeline import run
 
 INPUT = Path(__file__).with_name("input")
 MONTH_S = Decimal(730 * 3600)  # seconds in a billing month
