@@ -203,7 +203,7 @@ def validate_marts(db: str, day: date, last_day: date | None = None) -> dict:
 @task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
 def export_finance(db: str, day: date, exports_dir: str) -> list[str]:
     """The day's finance CSVs into `exports_dir`: costs_<day>.csv (money by team, workload and
-    category; it ties to the bill) and findings_<day>.csv (`recon.exports.export_day`, the
+    category; it ties to the bill) and findings_<day>.csv (`recon.outputs.exports.export_day`, the
     files `recon export --day` writes). Each file is written whole or not at all, and a
     rerun replaces it. Runs after the gate, so a day's files only exist once it passed."""
     from recon.db import connect

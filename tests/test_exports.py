@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from recon.cli import app
-from recon.outputs import exports
+from recon.outputs import exports, focus
 
 DAYS = ("2026-06-01", "2026-06-02")
 MONEY_RE = re.compile(r"-?\d+\.\d{12}")
@@ -31,7 +31,7 @@ def month_export(sim_run, tmp_path_factory):
     out = tmp_path_factory.mktemp("exports")
     con = duckdb.connect(str(sim_run["db"]), read_only=True)
     con.execute("set TimeZone = 'UTC'")
-    paths = exports.export_month(con, "2026-06", out)
+    paths = focus.export_month(con, "2026-06", out)
     yield {"out": out, "paths": paths, "con": con}
     con.close()
 
@@ -182,9 +182,9 @@ def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
     con = month_export["con"]
     rows, text = read_csv(month_export["out"] / "focus_2026-06.csv")
     header = text.splitlines()[0].split(",")
-    assert header == list(exports.FOCUS_COLUMNS)
-    assert set(exports.FOCUS_MANDATORY) <= set(header)
-    assert all(c in exports.FOCUS_MANDATORY or c.startswith("x_") or c in (
+    assert header == list(focus.FOCUS_COLUMNS)
+    assert set(focus.FOCUS_MANDATORY) <= set(header)
+    assert all(c in focus.FOCUS_MANDATORY or c.startswith("x_") or c in (
         "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ServiceSubcategory", "InvoiceId",
         "ResourceId", "ResourceName", "ResourceType") for c in header)
     for r in rows:
@@ -215,7 +215,7 @@ def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
 def test_focus_parquet_matches_csv(month_export):
     rows, _ = read_csv(month_export["out"] / "focus_2026-06.csv")
     t = pq.read_table(month_export["out"] / "focus_2026-06.parquet")
-    assert t.column_names == list(exports.FOCUS_COLUMNS)
+    assert t.column_names == list(focus.FOCUS_COLUMNS)
     assert t.num_rows == len(rows)
     assert str(t.schema.field("BilledCost").type) == "decimal128(38, 12)"
     assert sum(t.column("BilledCost").to_pylist()) == sum(Decimal(r["BilledCost"]) for r in rows)

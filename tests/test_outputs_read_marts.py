@@ -1,6 +1,6 @@
-"""The marts are the outputs' public contract: the report, the what-if, the exports and the
-check read `marts.*` only, never the layers below (`intermediate.`, `staging.`, `scope.`,
-`raw.`): a column an output needs is added to a mart (recon/schema.py documents it, an
+"""The marts are the outputs' public contract: the report, the what-if, the exports, the FOCUS
+export and the check read `marts.*` only, never the layers below (`intermediate.`, `staging.`,
+`scope.`, `raw.`): a column an output needs is added to a mart (recon/schema.py documents it, an
 expectations/marts.<name>.json suite gates it), not read from the model under it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-OUTPUTS = ("report", "whatif", "exports", "check")
+OUTPUTS = ("report", "whatif", "exports", "focus", "check")
 MODEL_LAYERS = ("staging", "scope", "intermediate", "marts", "checks")
 BELOW_MARTS = re.compile(r"\b(intermediate|staging|scope|raw)\.[a-z_][a-z0-9_]*", re.IGNORECASE)
 

@@ -33,7 +33,7 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
 
     Example: recon export --month 2026-06 --out exports/
     """
-    from ..outputs import exports
+    from ..outputs import exports, focus
 
     if (day is None) == (month is None):
         _fail("give exactly one of --day or --month")
@@ -51,7 +51,7 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
         if day is not None:
             paths = exports.export_day(con, day, out)
         else:
-            paths = exports.export_month(con, month, out, account_id, account_name)
+            paths = focus.export_month(con, month, out, account_id, account_name)
     except ValueError as e:
         _fail(str(e))
     except Exception as e:  # noqa: BLE001 - see _environment_failure

@@ -30,8 +30,8 @@ same run_id; within a suite they are in the suite file's order.
 
 This module holds the entry point (`validate`), the report and the results table. Beside it:
 `suites` reads the suite files and builds the SQL of a batch, `scope` says which rows a run
-checks, `gx` runs Great Expectations and describes its results, and `pushdown` is the
-large-table path.
+checks, `gx` runs Great Expectations and describes its results, `pushdown` is the large-table
+path and `checks` its translations of expectations into SQL.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Finance exports: daily costs by team, findings, and a FOCUS 1.2 cost-and-usage file.
+"""Finance exports: daily costs by team and findings, as CSV; the file rules they share with the
+FOCUS 1.2 export (`recon.outputs.focus`).
 
 Files (written into one `--out` folder, never outside it; each written to a temp file in the same
 folder and renamed into place, so a reader never sees half a file):
@@ -7,8 +8,8 @@ folder and renamed into place, so a reader never sees half a file):
   (:data:`COSTS_COLUMNS`). Its ``billed_amount`` adds up **exactly** (all 12 decimals) to
   ``sum(marts.resource_day.billed_amount)`` for the day.
 * ``findings_<YYYY-MM-DD>.csv`` — ``marts.findings`` for the day (:data:`FINDINGS_COLUMNS`).
-* ``focus_<YYYY-MM>.csv`` and ``.parquet`` — FOCUS 1.2: one row per resource × day × charge
-  category (:data:`FOCUS_COLUMNS`); ``BilledCost`` ties to ``resource_day`` the same way.
+* ``focus_<YYYY-MM>.csv`` and ``.parquet`` — written by `recon.outputs.focus` with the
+  validation, cell formats, writers and allocation here.
 
 Allocation (how bill money becomes team rows) is `marts.allocation`; its rules are written
 once, in ``sql/marts/allocation.sql``. The costs file aggregates that mart by day, team,
@@ -31,9 +32,8 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
@@ -55,38 +55,9 @@ FINDINGS_SPEC = (
     ("day", "date"), ("window_start", "ts"), ("window_end", "ts"), ("seconds", "seconds"),
     ("amount_at_stake", "money"), ("message", "str"),
 )
-FOCUS_SPEC = (
-    ("BillingAccountId", "str"), ("BillingAccountName", "str"), ("BillingCurrency", "str"),
-    ("BillingPeriodStart", "period"), ("BillingPeriodEnd", "period"),
-    ("ChargePeriodStart", "period"), ("ChargePeriodEnd", "period"),
-    ("ChargeCategory", "str"), ("ChargeClass", "str"), ("ChargeDescription", "str"),
-    ("ChargeFrequency", "str"),
-    ("BilledCost", "money"), ("EffectiveCost", "money"), ("ListCost", "money"),
-    ("ContractedCost", "money"),
-    ("PricingQuantity", "seconds"), ("PricingUnit", "str"),
-    ("ConsumedQuantity", "seconds"), ("ConsumedUnit", "str"),
-    ("ServiceName", "str"), ("ServiceCategory", "str"), ("ServiceSubcategory", "str"),
-    ("ProviderName", "str"), ("PublisherName", "str"), ("InvoiceIssuerName", "str"),
-    ("InvoiceId", "str"),
-    ("ResourceId", "str"), ("ResourceName", "str"), ("ResourceType", "str"),
-    ("x_ResourceKind", "str"), ("x_Category", "str"), ("x_ExpectedCost", "money"),
-    ("x_BilledSeconds", "seconds"), ("x_TaskFinishedAt", "ts"), ("x_ComputeStoppedAt", "ts"),
-    ("x_BilledAfterExitSeconds", "seconds"), ("x_LingeringStorageSeconds", "seconds"),
-    ("x_ServerlessIdleSeconds", "seconds"), ("x_FindingCodes", "str"),
-    ("x_SecondsDerived", "bool"), ("x_RateMissing", "bool"),
-)
-#: Stable column orders of the three CSV files (copy to the README).
+#: Stable column orders of the two daily CSV files (copy to the README).
 COSTS_COLUMNS = tuple(c for c, _ in COSTS_SPEC)
 FINDINGS_COLUMNS = tuple(c for c, _ in FINDINGS_SPEC)
-FOCUS_COLUMNS = tuple(c for c, _ in FOCUS_SPEC)
-#: FOCUS 1.2 mandatory columns (all present in FOCUS_COLUMNS).
-FOCUS_MANDATORY = (
-    "BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "BillingAccountId",
-    "BillingAccountName", "BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
-    "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodStart", "ChargePeriodEnd",
-    "PricingQuantity", "PricingUnit", "ServiceName", "ServiceCategory", "ProviderName",
-    "PublisherName", "InvoiceIssuerName",
-)
 
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _MONTH_RE = re.compile(r"\d{4}-\d{2}")
@@ -270,7 +241,7 @@ def allocate(con, day_from: date, day_to: date) -> list[Share]:
             for rid, kind, day, team, ns, wl, cat, secs, amount, exp in rows]
 
 
-# ---------------------------------------------------------------- the three files
+# ---------------------------------------------------------------- the daily files
 
 def cost_rows(shares: list[Share]) -> list[dict]:
     acc: dict[tuple, list] = {}
@@ -290,82 +261,6 @@ def finding_rows(con, day: date) -> list[dict]:
     return [dict(zip(FINDINGS_COLUMNS, r)) for r in cur.fetchall()]
 
 
-SERVICE = {  # resource_kind → (ServiceName, ResourceType, ServiceSubcategory)
-    "instance": ("Runpod Pods", "Pod", "Virtual Machines"),
-    "serverless": ("Runpod Serverless", "Serverless Endpoint", "Serverless Compute"),
-    "network_volume": ("Runpod Network Volumes", "Network Volume", "File Storage"),
-}
-STORAGE_CATEGORIES = {"storage_running": "Block Storage", "storage_lingering": "Block Storage",
-                      "network_volume": "File Storage"}
-
-
-def _midnight(d: date) -> datetime:
-    return datetime(d.year, d.month, d.day, tzinfo=UTC)
-
-
-def focus_rows(con, month: date, account_id: str = "runpod",
-               account_name: str = "Runpod account") -> list[dict]:
-    """FOCUS 1.2 rows for one month: resource × day × category of the reconciled bill."""
-    start = month.replace(day=1)
-    nxt = (start + timedelta(days=32)).replace(day=1)
-    shares = allocate(con, start, nxt - timedelta(days=1))
-    rd = {(r[0], r[1]): r[2:] for r in con.execute(
-        "select resource_id, day, billed_seconds, task_finished_at, compute_stopped_at, "
-        "seconds_derived, rate_missing from marts.resource_day where day >= ? and day < ?",
-        [start, nxt]).fetchall()}
-    codes = {(r, d): c for r, d, c in con.execute(
-        "select resource_id, day, string_agg(distinct code, ';' order by code) "
-        "from marts.findings where day >= ? and day < ? group by all", [start, nxt]).fetchall()}
-    nv_idle = defaultdict(Decimal)
-    acc: dict[tuple, list] = {}
-    for s in shares:
-        a = acc.setdefault((s.resource_id, s.day, s.category, s.resource_kind),
-                           [Decimal(0), Decimal(0), None])
-        a[0] += s.seconds
-        a[1] += s.amount
-        if s.expected is not None:
-            a[2] = (a[2] or Decimal(0)) + s.expected
-        if s.category == "network_volume" and s.team == IDLE:
-            nv_idle[(s.resource_id, s.day)] += s.seconds
-    rows = []
-    for (rid, day, cat, kind), (secs, amount, expected) in sorted(acc.items()):
-        billed_secs, finished, stopped, derived, missing = rd.get((rid, day), (None,) * 5)
-        service, rtype, sub = SERVICE.get(kind, ("Runpod", kind, "Other (Compute)"))
-        storage = cat in STORAGE_CATEGORIES
-        if kind == "instance" and storage:  # FOCUS: one ServiceCategory per ServiceName
-            service = "Runpod Pod Storage"
-        contracted = expected if expected is not None else amount
-        lingering = (secs if cat == "storage_lingering" else
-                     nv_idle[(rid, day)] if cat == "network_volume" else None)
-        rows.append({
-            "BillingAccountId": account_id, "BillingAccountName": account_name,
-            "BillingCurrency": "USD",
-            "BillingPeriodStart": _midnight(start), "BillingPeriodEnd": _midnight(nxt),
-            "ChargePeriodStart": _midnight(day), "ChargePeriodEnd": _midnight(day + timedelta(1)),
-            "ChargeCategory": "Usage", "ChargeClass": None,
-            "ChargeDescription": f"{rtype} {rid}: {cat.replace('_', ' ')} on {day.isoformat()}",
-            "ChargeFrequency": "Usage-Based",
-            "BilledCost": amount, "EffectiveCost": amount, "ListCost": contracted,
-            "ContractedCost": contracted,
-            "PricingQuantity": secs, "PricingUnit": "Seconds",
-            "ConsumedQuantity": secs, "ConsumedUnit": "Seconds",
-            "ServiceName": service, "ServiceCategory": "Storage" if storage else "Compute",
-            "ServiceSubcategory": STORAGE_CATEGORIES.get(cat, sub) if storage else sub,
-            "ProviderName": "Runpod", "PublisherName": "Runpod", "InvoiceIssuerName": "Runpod",
-            "InvoiceId": None,
-            "ResourceId": rid, "ResourceName": rid, "ResourceType": rtype,
-            "x_ResourceKind": kind, "x_Category": cat, "x_ExpectedCost": expected,
-            "x_BilledSeconds": billed_secs, "x_TaskFinishedAt": finished,
-            "x_ComputeStoppedAt": stopped,
-            "x_BilledAfterExitSeconds": secs if cat == "tail" else None,
-            "x_LingeringStorageSeconds": lingering,
-            "x_ServerlessIdleSeconds": secs if kind == "serverless" and cat == "idle" else None,
-            "x_FindingCodes": codes.get((rid, day)),
-            "x_SecondsDerived": derived, "x_RateMissing": missing,
-        })
-    return rows
-
-
 def export_day(con, day: str, out_dir: str | Path) -> list[Path]:
     """Write costs_<day>.csv and findings_<day>.csv."""
     d = parse_day(day)
@@ -373,21 +268,3 @@ def export_day(con, day: str, out_dir: str | Path) -> list[Path]:
     findings = safe_target(out_dir, f"findings_{d.isoformat()}.csv")
     return [write_csv(costs, COSTS_SPEC, cost_rows(allocate(con, d, d))),
             write_csv(findings, FINDINGS_SPEC, finding_rows(con, d))]
-
-
-def export_month(con, month: str, out_dir: str | Path, account_id: str = "runpod",
-                 account_name: str = "Runpod account") -> list[Path]:
-    """Daily costs/findings for every day of the month with data, plus focus_<month>.csv/.parquet."""
-    m = parse_month(month)
-    csv_t = safe_target(out_dir, f"focus_{month}.csv")
-    pq_t = safe_target(out_dir, f"focus_{month}.parquet")
-    nxt = (m + timedelta(days=32)).replace(day=1)
-    days = [r[0] for r in con.execute(
-        "select distinct day from marts.resource_day where day >= ? and day < ? order by 1",
-        [m, nxt]).fetchall()]
-    paths = []
-    for d in days:
-        paths += export_day(con, d.isoformat(), out_dir)
-    rows = focus_rows(con, m, account_id, account_name)
-    paths += [write_csv(csv_t, FOCUS_SPEC, rows), write_parquet(pq_t, FOCUS_SPEC, rows)]
-    return paths

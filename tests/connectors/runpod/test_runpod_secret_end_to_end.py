@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from connectors.runpod import RunpodClient, pull_billing, snapshot_inventory
 from recon.db import connect
-from recon.outputs import exports, report
+from recon.outputs import focus, report
 from recon.pipeline import run
 from tests.fakes.runpod_api import FakeRunpodAPI, VirtualClock
 
@@ -36,7 +36,7 @@ def test_planted_key_is_nowhere(sim_run, tmp_path, caplog, monkeypatch):
     run(live, db)
     con = connect(db, read_only=True)
     out = tmp_path / "exports"
-    exports.export_month(con, "2026-06", out)
+    focus.export_month(con, "2026-06", out)
     report.write_report(con, "2026-06-01", out / "report.html")
     con.close()
     planted = KEY.encode()

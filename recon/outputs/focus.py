@@ -1,0 +1,151 @@
+"""The FOCUS 1.2 cost-and-usage export: ``focus_<YYYY-MM>.csv`` and ``.parquet``.
+
+One row per resource × day × charge category (:data:`FOCUS_COLUMNS`) of the month's reconciled
+bill; ``BilledCost`` ties to ``marts.resource_day`` the same way the costs file does, since both
+read the shares of ``marts.allocation`` (:func:`recon.outputs.exports.allocate`). The files follow
+the CSV and Parquet rules of :mod:`recon.outputs.exports` and are written with its atomic writers.
+A month's export also writes the daily costs and findings CSVs of every day with data.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+from .exports import (
+    IDLE,
+    allocate,
+    export_day,
+    parse_month,
+    safe_target,
+    write_csv,
+    write_parquet,
+)
+
+# (name, kind): the cell kinds of exports.py (str | money | seconds | ts | period | date | bool)
+FOCUS_SPEC = (
+    ("BillingAccountId", "str"), ("BillingAccountName", "str"), ("BillingCurrency", "str"),
+    ("BillingPeriodStart", "period"), ("BillingPeriodEnd", "period"),
+    ("ChargePeriodStart", "period"), ("ChargePeriodEnd", "period"),
+    ("ChargeCategory", "str"), ("ChargeClass", "str"), ("ChargeDescription", "str"),
+    ("ChargeFrequency", "str"),
+    ("BilledCost", "money"), ("EffectiveCost", "money"), ("ListCost", "money"),
+    ("ContractedCost", "money"),
+    ("PricingQuantity", "seconds"), ("PricingUnit", "str"),
+    ("ConsumedQuantity", "seconds"), ("ConsumedUnit", "str"),
+    ("ServiceName", "str"), ("ServiceCategory", "str"), ("ServiceSubcategory", "str"),
+    ("ProviderName", "str"), ("PublisherName", "str"), ("InvoiceIssuerName", "str"),
+    ("InvoiceId", "str"),
+    ("ResourceId", "str"), ("ResourceName", "str"), ("ResourceType", "str"),
+    ("x_ResourceKind", "str"), ("x_Category", "str"), ("x_ExpectedCost", "money"),
+    ("x_BilledSeconds", "seconds"), ("x_TaskFinishedAt", "ts"), ("x_ComputeStoppedAt", "ts"),
+    ("x_BilledAfterExitSeconds", "seconds"), ("x_LingeringStorageSeconds", "seconds"),
+    ("x_ServerlessIdleSeconds", "seconds"), ("x_FindingCodes", "str"),
+    ("x_SecondsDerived", "bool"), ("x_RateMissing", "bool"),
+)
+#: Stable column order of the FOCUS files.
+FOCUS_COLUMNS = tuple(c for c, _ in FOCUS_SPEC)
+#: FOCUS 1.2 mandatory columns (all present in FOCUS_COLUMNS).
+FOCUS_MANDATORY = (
+    "BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "BillingAccountId",
+    "BillingAccountName", "BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
+    "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodStart", "ChargePeriodEnd",
+    "PricingQuantity", "PricingUnit", "ServiceName", "ServiceCategory", "ProviderName",
+    "PublisherName", "InvoiceIssuerName",
+)
+
+
+SERVICE = {  # resource_kind → (ServiceName, ResourceType, ServiceSubcategory)
+    "instance": ("Runpod Pods", "Pod", "Virtual Machines"),
+    "serverless": ("Runpod Serverless", "Serverless Endpoint", "Serverless Compute"),
+    "network_volume": ("Runpod Network Volumes", "Network Volume", "File Storage"),
+}
+STORAGE_CATEGORIES = {"storage_running": "Block Storage", "storage_lingering": "Block Storage",
+                      "network_volume": "File Storage"}
+
+
+def _midnight(d: date) -> datetime:
+    return datetime(d.year, d.month, d.day, tzinfo=UTC)
+
+
+def focus_rows(con, month: date, account_id: str = "runpod",
+               account_name: str = "Runpod account") -> list[dict]:
+    """FOCUS 1.2 rows for one month: resource × day × category of the reconciled bill."""
+    start = month.replace(day=1)
+    nxt = (start + timedelta(days=32)).replace(day=1)
+    shares = allocate(con, start, nxt - timedelta(days=1))
+    rd = {(r[0], r[1]): r[2:] for r in con.execute(
+        "select resource_id, day, billed_seconds, task_finished_at, compute_stopped_at, "
+        "seconds_derived, rate_missing from marts.resource_day where day >= ? and day < ?",
+        [start, nxt]).fetchall()}
+    codes = {(r, d): c for r, d, c in con.execute(
+        "select resource_id, day, string_agg(distinct code, ';' order by code) "
+        "from marts.findings where day >= ? and day < ? group by all", [start, nxt]).fetchall()}
+    nv_idle = defaultdict(Decimal)
+    acc: dict[tuple, list] = {}
+    for s in shares:
+        a = acc.setdefault((s.resource_id, s.day, s.category, s.resource_kind),
+                           [Decimal(0), Decimal(0), None])
+        a[0] += s.seconds
+        a[1] += s.amount
+        if s.expected is not None:
+            a[2] = (a[2] or Decimal(0)) + s.expected
+        if s.category == "network_volume" and s.team == IDLE:
+            nv_idle[(s.resource_id, s.day)] += s.seconds
+    rows = []
+    for (rid, day, cat, kind), (secs, amount, expected) in sorted(acc.items()):
+        billed_secs, finished, stopped, derived, missing = rd.get((rid, day), (None,) * 5)
+        service, rtype, sub = SERVICE.get(kind, ("Runpod", kind, "Other (Compute)"))
+        storage = cat in STORAGE_CATEGORIES
+        if kind == "instance" and storage:  # FOCUS: one ServiceCategory per ServiceName
+            service = "Runpod Pod Storage"
+        contracted = expected if expected is not None else amount
+        lingering = (secs if cat == "storage_lingering" else
+                     nv_idle[(rid, day)] if cat == "network_volume" else None)
+        rows.append({
+            "BillingAccountId": account_id, "BillingAccountName": account_name,
+            "BillingCurrency": "USD",
+            "BillingPeriodStart": _midnight(start), "BillingPeriodEnd": _midnight(nxt),
+            "ChargePeriodStart": _midnight(day), "ChargePeriodEnd": _midnight(day + timedelta(1)),
+            "ChargeCategory": "Usage", "ChargeClass": None,
+            "ChargeDescription": f"{rtype} {rid}: {cat.replace('_', ' ')} on {day.isoformat()}",
+            "ChargeFrequency": "Usage-Based",
+            "BilledCost": amount, "EffectiveCost": amount, "ListCost": contracted,
+            "ContractedCost": contracted,
+            "PricingQuantity": secs, "PricingUnit": "Seconds",
+            "ConsumedQuantity": secs, "ConsumedUnit": "Seconds",
+            "ServiceName": service, "ServiceCategory": "Storage" if storage else "Compute",
+            "ServiceSubcategory": STORAGE_CATEGORIES.get(cat, sub) if storage else sub,
+            "ProviderName": "Runpod", "PublisherName": "Runpod", "InvoiceIssuerName": "Runpod",
+            "InvoiceId": None,
+            "ResourceId": rid, "ResourceName": rid, "ResourceType": rtype,
+            "x_ResourceKind": kind, "x_Category": cat, "x_ExpectedCost": expected,
+            "x_BilledSeconds": billed_secs, "x_TaskFinishedAt": finished,
+            "x_ComputeStoppedAt": stopped,
+            "x_BilledAfterExitSeconds": secs if cat == "tail" else None,
+            "x_LingeringStorageSeconds": lingering,
+            "x_ServerlessIdleSeconds": secs if kind == "serverless" and cat == "idle" else None,
+            "x_FindingCodes": codes.get((rid, day)),
+            "x_SecondsDerived": derived, "x_RateMissing": missing,
+        })
+    return rows
+
+
+def export_month(con, month: str, out_dir: str | Path, account_id: str = "runpod",
+                 account_name: str = "Runpod account") -> list[Path]:
+    """Daily costs/findings for every day of the month with data, plus focus_<month>.csv/.parquet."""
+    m = parse_month(month)
+    csv_t = safe_target(out_dir, f"focus_{month}.csv")
+    pq_t = safe_target(out_dir, f"focus_{month}.parquet")
+    nxt = (m + timedelta(days=32)).replace(day=1)
+    days = [r[0] for r in con.execute(
+        "select distinct day from marts.resource_day where day >= ? and day < ? order by 1",
+        [m, nxt]).fetchall()]
+    paths = []
+    for d in days:
+        paths += export_day(con, d.isoformat(), out_dir)
+    rows = focus_rows(con, m, account_id, account_name)
+    paths += [write_csv(csv_t, FOCUS_SPEC, rows), write_parquet(pq_t, FOCUS_SPEC, rows)]
+    return paths
