@@ -63,7 +63,6 @@ _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _MONTH_RE = re.compile(r"\d{4}-\d{2}")
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-INSTANCE_COMPUTE = ("busy", "startup", "idle_gap", "tail", "unobserved")
 
 
 # ---------------------------------------------------------------- validation and writing
