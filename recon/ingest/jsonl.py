@@ -252,10 +252,9 @@ def _chunks(path: Path, hasher=None):
     A reader thread fills BUFFERS buffers in turn (reused: no fresh 64 MiB allocation, page
     faults and copies per chunk); with two, it reads and indexes the next chunk while DuckDB
     parses this one. A chunk is hashed in a second thread while the consumer has it (hashlib
-    lets go of the GIL; both only read the buffer, which is reused once both are done): with
-    one buffer, SHA-256 no longer stops the parse (~40 ms per 64 MiB chunk here, ~1 s of the
-    target day, bench/README.md "Session 12"). An error in the reader is raised here; closing
-    the generator early stops the reader."""
+    lets go of the GIL; both only read the buffer, which is reused once both are done), so
+    SHA-256 (~40 ms per 64 MiB chunk, ~1 s of the 500-node day) does not stop the parse. An
+    error in the reader is raised here; closing the generator early stops the reader."""
     free: queue.Queue = queue.Queue()
     for _ in range(BUFFERS):
         free.put(bytearray(_buffer_size(path)))
