@@ -94,3 +94,22 @@ def test_a_bad_file_in_the_tree_stops_the_loader(tmp_path):
     (tmp_path / "staging" / FILE).write_text('[stg_b]\ngrain = "x"\n')
     with pytest.raises(SettingsError, match=r"_models\.toml: \[stg_b\]: no model stg_b\.sql"):
         load(tmp_path)
+
+
+def test_the_build_hash_follows_the_sql_and_the_settings_that_shape_the_rows(monkeypatch):
+    """meta.staged_models keeps this hash: a kept table is rebuilt when it changes."""
+    import dataclasses
+
+    from recon.build import model_settings
+
+    base = model_settings.build_hash("stg_runpod__jobs", "select 1")
+    assert base == model_settings.build_hash("stg_runpod__jobs", "select 1")
+    assert base != model_settings.build_hash("stg_runpod__jobs", "select 2")
+    real = model_settings.settings_of("staging", "stg_runpod__jobs")
+    for change, rebuilds in (({"grain": "other words"}, False),
+                             ({"incremental": Spec(("job_id",), real.incremental.order)}, True),
+                             ({"incremental": Spec(real.incremental.key, "record_no")}, True),
+                             ({"bounds": None}, True)):
+        monkeypatch.setattr(model_settings, "settings_of",
+                            lambda layer, name, c=change: dataclasses.replace(real, **c))
+        assert (model_settings.build_hash("stg_runpod__jobs", "select 1") != base) is rebuilds, change

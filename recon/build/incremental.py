@@ -1,20 +1,23 @@
 """Incremental staging: parse only the raw rows of newly landed files.
 
-A staging model whose SQL carries a header line
+A staging model with an `incremental` setting in sql/staging/_models.toml
 
-    -- incremental: key (<columns>) order (<order by list>)
-    -- incremental: append
+    incremental = { strategy = "merge", key = [<columns>], order = "<order by list>" }
+    incremental = { strategy = "append" }
 
-is a per-row transform of `raw.*` rows. The header *is* its dedupe: the model's SELECT yields
+is a per-row transform of `raw.*` rows. The setting *is* its dedupe: the model's SELECT yields
 every row, and `create_deduped` keeps one row per key, the first under the order (the rows
 `qualify row_number() over (partition by <key> order by <order>) = 1` keeps, which the tests
-hold it to, ranking only the rows whose key repeats); `append` keeps every row. Such a model is kept between runs. A run that only added files parses just those files' raw
-rows (the model's SQL with every `raw.<t>` read through a view of the new files' rows) and
-merges them: rows of the same key, old and new, compete again under the model's own order, so
-the table equals a full rebuild. `meta.staged_files` records which landed files (by sha256) the
-staging tables reflect, `meta.staged_models` the SQL each incremental model was built with.
+hold it to, ranking only the rows whose key repeats); `append` keeps every row. Such a model is
+kept between runs. A run that only added files parses just those files' raw rows (the model's
+SQL with every `raw.<t>` read through a view of the new files' rows) and merges them: rows of
+the same key, old and new, compete again under the model's own order, so the table equals a
+full rebuild. `meta.staged_files` records which landed files (by sha256) the staging tables
+reflect, `meta.staged_models` what each incremental model was built with: a hash of its SQL and
+its `incremental` and `bounds` settings (`model_settings.build_hash`).
 
-A full rebuild happens when the model's SQL changed, when its table is missing, or when a file
+A full rebuild happens when the model's SQL or those settings changed, when its table is
+missing, or when a file
 the staging tables reflect was replaced or removed (its rows may have won a key another file
 also holds: only a rebuild can tell the new winner). Staging costs then grow with the day's new
 files, not with history (bench/README.md, "Day 30 vs day 1").
@@ -22,16 +25,11 @@ files, not with history (bench/README.md, "Day 30 vs day 1").
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
-from dataclasses import dataclass
 
-INCREMENTAL = re.compile(
-    r"^-- incremental: (?:key \((?P<key>[^)]*)\) order \((?P<order>.*)\)|(?P<append>append)"
-    r"|recompute key \((?P<rkey>[^)]*)\) from (?P<src>[a-z0-9_]+))\s*$", re.MULTILINE)
-BOUNDS = re.compile(r"^-- bounds: key \((?P<key>[^)]*)\) span \((?P<col>[a-z0-9_]+)\)"
-                    r"(?: within \((?P<within>[a-z0-9_]+)\))?\s*$", re.MULTILINE)
+from .model_settings import Bounds, Spec, bounds_of, build_hash, spec_of
+
 RAW_REF = re.compile(r"\braw\.([a-z0-9_]+)\b")
 META_DDL = [
     "create schema if not exists meta",
@@ -47,53 +45,12 @@ HASH_CHECK = "hash('recon key index', 42::bigint, null::varchar, 1.5::double)"
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Spec:
-    key: tuple[str, ...] | None  # None: append
-    order: str | None
-    source: str | None = None    # recompute: the staging model whose changed keys it refolds
-
-
-def spec_of(sql: str) -> Spec | None:
-    m = INCREMENTAL.search(sql)
-    if not m:
-        return None
-    if m.group("append"):
-        return Spec(None, None)
-    if m.group("src"):
-        return Spec(tuple(c.strip() for c in m.group("rkey").split(",")), None, m.group("src"))
-    return Spec(tuple(c.strip() for c in m.group("key").split(",")), m.group("order").strip())
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """`-- bounds: key (<columns>) span (<column>)`: meta.bounds__<model> keeps, per hash of the
-    key, the least and greatest value of the span column of its rows, so that a reader after
-    every row of some keys scans only the row groups of that span (plus rows whose span column
-    is null, which DuckDB also finds by row-group statistics). Rows a merge replaces or a refold
-    deletes keep their bounds: a span only ever widens, so it never leaves a row out.
-
-    `… span (<column>) within (<source column>)` (a model refolded from another by the same
-    key): every row's span column lies within the span the source's rows of its key have in
-    the source column (e.g. `max(pulled_at) as last_seen_at`), so a refold finds the rows to
-    replace by the source's span it has already probed, not by a second probe of its own."""
-    key: tuple[str, ...]
-    col: str
-    within: str | None = None
-
-
-def bounds_of(sql: str) -> Bounds | None:
-    m = BOUNDS.search(sql)
-    return None if m is None else Bounds(tuple(c.strip() for c in m.group("key").split(",")),
-                                         m.group("col"), m.group("within"))
-
-
-def recomputed_sources(bodies) -> dict[str, tuple[str, ...]]:
-    """{staging model: the key another model refolds it by (`recompute key (…) from` it)},
-    from the staging models' SQL texts."""
+def recomputed_sources(names) -> dict[str, tuple[str, ...]]:
+    """{staging model: the key another model refolds it by (`strategy = "recompute"` with
+    `from` it)}, among the staging models `names`."""
     out = {}
-    for body in bodies:
-        spec = spec_of(body)
+    for name in names:
+        spec = spec_of(name)
         if spec is not None and spec.source:
             if out.get(spec.source, spec.key) != spec.key:
                 raise RuntimeError(f"models refolding {spec.source} must share one key")
@@ -103,7 +60,7 @@ def recomputed_sources(bodies) -> dict[str, tuple[str, ...]]:
 
 def create_deduped(con, table: str, sql: str) -> None:
     """`create or replace table <table>` with the model's rows, one per key of its
-    `-- incremental: key … order …` header.
+    `incremental = { strategy = "merge", key, order }` setting.
 
     The rows are written as the model makes them, and only then are keys that repeat looked
     for, in the table. A usual day's jobs have none (job ids are unique): done. Ranking inside
@@ -113,7 +70,7 @@ def create_deduped(con, table: str, sql: str) -> None:
     the run's commit ~1 s slower). A model whose source repeats itself by nature drops the
     repeats before parsing (`stg_k8s__pods`: a relist lands every pod version again)."""
     con.execute(f"create or replace table {table} as\n{sql}")
-    spec = spec_of(sql)
+    spec = spec_of(table.rpartition(".")[2])
     if spec is None or spec.order is None:
         return
     key = ", ".join(spec.key)
@@ -165,10 +122,6 @@ def build_bounds(con, table: str, b: Bounds) -> None:
                 [f"{name}#bounds"])
 
 
-def sql_hash(sql: str) -> str:
-    return hashlib.sha256(sql.encode()).hexdigest()
-
-
 class StagingState:
     """What the staging tables reflect, and which files a run added since."""
 
@@ -187,8 +140,8 @@ class StagingState:
         self.new = sorted(f for f in self.landed if f not in staged)
         self._views: set[str] = set()
         self.ran: dict[str, str] = {}
-        # models that another one refolds (`-- incremental: recompute key (…) from <model>`)
-        self.recomputed_from = recomputed_sources(models.values())
+        # models that another one refolds (`strategy = "recompute"`, `from = "<model>"`)
+        self.recomputed_from = recomputed_sources(models)
         self._check_indexes()
         self._first_rowids = self._landed_here() or {}
 
@@ -227,29 +180,29 @@ class StagingState:
         self.con.execute("delete from meta.key_indexes where model = ?", [model])
         self._valid.discard(model)
 
-    def _ensure(self, name: str, sql: str, bounds: bool = False) -> None:
+    def _ensure(self, name: str, bounds: bool = False) -> None:
         """Build the model's key-hash index (`bounds`: its bounds index) from its table unless
         a valid one exists."""
         model = f"{name}#bounds" if bounds else name
         if model in self._valid:
             return
         if bounds:
-            build_bounds(self.con, f"staging.{name}", bounds_of(sql))
+            build_bounds(self.con, f"staging.{name}", bounds_of(name))
         else:
-            build_key_index(self.con, f"staging.{name}", spec_of(sql))
+            build_key_index(self.con, f"staging.{name}", spec_of(name))
         self._valid.add(model)
 
     def ensure_bounds(self) -> None:
         """Every bounds index, before sql/scope/ reads them."""
-        for name, sql in self.sql.items():
-            if bounds_of(sql) is not None:
-                self._ensure(name, sql, bounds=True)
+        for name in self.sql:
+            if bounds_of(name) is not None:
+                self._ensure(name, bounds=True)
 
     def mode(self, name: str, sql: str, exists: bool) -> str:
         """`full`, `delta` (merge the new files' rows), `recompute` (refold the keys another
         model's delta touched) or `keep` (nothing new)."""
-        spec = spec_of(sql)
-        if spec is None or not exists or self.stale or self.models.get(name) != sql_hash(sql):
+        spec = spec_of(name)
+        if spec is None or not exists or self.stale or self.models.get(name) != build_hash(name, sql):
             mode = "full"
         elif spec.source is not None:
             mode = {"delta": "recompute", "keep": "keep"}.get(self.ran.get(spec.source), "full")
@@ -291,15 +244,15 @@ class StagingState:
         twice among them, is settled by deleting every row of it but the first in the model's
         order. Making the delta a temporary table first, then copying it, wrote the day's 2 M
         jobs twice (bench/README.md)."""
-        spec = spec_of(sql)
         con = self.con
         name = table.split(".")[-1]
-        bounds = bounds_of(sql)
+        spec = spec_of(name)
+        bounds = bounds_of(name)
         # indexes first: one (re)built from the table after the append would hold the new keys
         if bounds is not None:
-            self._ensure(name, sql, bounds=True)
+            self._ensure(name, bounds=True)
         if spec.key is not None:
-            self._ensure(name, sql)
+            self._ensure(name)
         first = con.execute(f"select {next_rowid(table)}").fetchone()[0]
         con.execute(f"insert into {table} by name\n{self.delta_sql(sql)}")
         new = f"(select * from {table} where rowid >= {int(first)})"
@@ -351,11 +304,12 @@ class StagingState:
     def recompute(self, table: str, sql: str) -> None:
         """Refold the rows of `table` whose key the source model's delta touched.
 
-        Where the source and the table keep bounds by the same key (`-- bounds:`), only the
+        Where the source and the table keep bounds by the same key (`bounds`), only the
         row groups of the span those keys' rows lie in are read: the 500-node fleet's workers
         were refolded by reading every snapshot and every worker of history (2.0 s on a 30-day
         warehouse, bench/README.md)."""
-        spec = spec_of(sql)
+        name = table.split(".")[-1]
+        spec = spec_of(name)
         keys = f"_recon_keys_{spec.source}"
         on = lambda a, b: " and ".join(f"{a}.{k} is not distinct from {b}.{k}" for k in spec.key)
         probed: dict = {}
@@ -364,14 +318,13 @@ class StagingState:
                       f"(select s.* from staging.{spec.source} s semi join {keys} k on {on('s', 'k')}"
                       f" where {src_span})", sql)
         con = self.con
-        name = table.split(".")[-1]
-        bounds = bounds_of(sql)
-        src_bounds = bounds_of(self.sql.get(spec.source, ""))
+        bounds = bounds_of(name)
+        src_bounds = bounds_of(spec.source)
         if (bounds is not None and bounds.within is not None and src_bounds is not None
                 and bounds.within == src_bounds.col and "lo" in probed):
             # the rows to replace lie within the source's span for these keys (`within`); the
             # table's own bounds are kept for its readers (sql/scope/)
-            self._ensure(name, sql, bounds=True)
+            self._ensure(name, bounds=True)
             span = self._span_predicate(name, bounds.col, probed["lo"], probed["hi"], "t")
         else:
             span = self._span(name, spec.key, keys, "t")
@@ -391,11 +344,10 @@ class StagingState:
         span meta.bounds__<model> gives those keys (rows whose span column is null included),
         or `true` without bounds by that key. A model with bounds has a valid index after.
         `probed` gets the span's `lo` and `hi` (None: no row of those keys has one)."""
-        sql = self.sql.get(model, "")
-        bounds = bounds_of(sql)
+        bounds = bounds_of(model)
         if bounds is None:
             return "true"
-        self._ensure(model, sql, bounds=True)
+        self._ensure(model, bounds=True)
         if bounds.key != key:
             return "true"
         lo, hi = self.con.execute(
@@ -418,12 +370,12 @@ class StagingState:
 
     def built(self, name: str, sql: str) -> None:
         """The model was rebuilt in full: its indexes describe the old table."""
-        spec = spec_of(sql)
+        spec = spec_of(name)
         for model in (name, f"{name}#bounds"):
             self._forget(model)
         if spec is not None:
             self.con.execute("insert or replace into meta.staged_models values (?, ?)",
-                             [name, sql_hash(sql)])
+                             [name, build_hash(name, sql)])
 
     def finish(self) -> None:
         """The staging tables now reflect every landed file."""
