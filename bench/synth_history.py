@@ -89,7 +89,7 @@ def main(argv=None) -> None:
         n = con.execute(f"select count(*) from {table}").fetchone()[0]
         print(f"{table}: {n0:,} -> {n:,} rows ({time.perf_counter() - t0:.1f} s)", flush=True)
     try:  # the measured tree's meta indexes, rebuilt over the copies (as a daily run has them)
-        from recon.build.incremental import build_bounds, build_key_index
+        from recon.build.indexes import build_bounds, build_key_index
         from recon.build.model_settings import bounds_of, spec_of
         from recon.build.models import SQL_DIR
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recon.build.incremental import HASH_CHECK
+from recon.build.indexes import HASH_CHECK
 from recon.build.model_settings import Spec, bounds_of, spec_of
 from recon.build.models import SQL_DIR, sql_models
 from recon.db import connect

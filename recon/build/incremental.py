@@ -17,10 +17,10 @@ reflect, `meta.staged_models` what each incremental model was built with: a hash
 its `incremental` and `bounds` settings (`model_settings.build_hash`).
 
 A full rebuild happens when the model's SQL or those settings changed, when its table is
-missing, or when a file
-the staging tables reflect was replaced or removed (its rows may have won a key another file
-also holds: only a rebuild can tell the new winner). Staging costs then grow with the day's new
-files, not with history (bench/README.md, "Day 30 vs day 1").
+missing, or when a file the staging tables reflect was replaced or removed (its rows may have
+won a key another file also holds: only a rebuild can tell the new winner). Staging costs then
+grow with the day's new files, not with history (bench/README.md, "Day 30 vs day 1"). The
+indexes of history that make merges and refolds cheap are in `recon.build.indexes`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from __future__ import annotations
 import logging
 import re
 
-from .model_settings import Bounds, Spec, bounds_of, build_hash, spec_of
+from .indexes import Indexes, bounds_select, key_hashes
+from .model_settings import bounds_of, build_hash, spec_of
 
 RAW_REF = re.compile(r"\braw\.([a-z0-9_]+)\b")
 META_DDL = [
@@ -38,10 +39,6 @@ META_DDL = [
     # which key-hash indexes (meta.key_hashes__<model>) are valid, and under which hash function
     "create table if not exists meta.key_indexes (model varchar primary key, hash_check ubigint)",
 ]
-# DuckDB's hash() is not promised stable across versions: an index built under another one is
-# rebuilt (its hashes would no longer find their keys).
-HASH_CHECK = "hash('recon key index', 42::bigint, null::varchar, 1.5::double)"
-
 log = logging.getLogger(__name__)
 
 
@@ -96,34 +93,9 @@ def next_rowid(table: str) -> str:
     return f"(select coalesce(max(rowid), -1) + 1 from {table})"
 
 
-def _key_hashes(table: str) -> str:
-    """The key-hash index of `staging.<model>`: meta.key_hashes__<model>."""
-    return f"meta.key_hashes__{table.split('.')[-1]}"
-
-
-def build_key_index(con, table: str, spec: Spec) -> None:
-    """(Re)build meta.key_hashes__<model>: hash(key) of every row of `table`."""
-    con.execute(f"create or replace table {_key_hashes(table)} as "
-                f"select hash({', '.join(spec.key)}) as h from {table}")
-    con.execute(f"insert or replace into meta.key_indexes select ?, {HASH_CHECK}",
-                [table.split(".")[-1]])
-
-
-def _bounds_select(b: Bounds, source: str) -> str:
-    return (f"select hash({', '.join(b.key)}) as h, min({b.col}) as lo, max({b.col}) as hi "
-            f"from {source} group by 1")
-
-
-def build_bounds(con, table: str, b: Bounds) -> None:
-    """(Re)build meta.bounds__<model> from `table`: one row per key hash."""
-    name = table.split(".")[-1]
-    con.execute(f"create or replace table meta.bounds__{name} as {_bounds_select(b, table)}")
-    con.execute(f"insert or replace into meta.key_indexes select ?, {HASH_CHECK}",
-                [f"{name}#bounds"])
-
-
-class StagingState:
-    """What the staging tables reflect, and which files a run added since."""
+class StagingState(Indexes):
+    """What the staging tables reflect, and which files a run added since. Its indexes of
+    history (meta.key_hashes__<model>, meta.bounds__<model>) are kept by `Indexes`."""
 
     def __init__(self, con, models: dict[str, str] | None = None):
         """`models`: {staging model: its SQL} (which of them another model refolds; their
@@ -162,41 +134,6 @@ class StagingState:
         if not firsts or landed != set(self.new):
             return None
         return firsts
-
-    def _check_indexes(self) -> None:
-        """Forget indexes built under another hash function; an index is (re)built from its
-        table the first time a run needs it (`_ensure`), so that a run that never merges (a
-        first day, a full rebuild) does not pay for one."""
-        con = self.con
-        check = con.execute(f"select {HASH_CHECK}").fetchone()[0]
-        built = dict(con.execute("select model, hash_check from meta.key_indexes").fetchall())
-        self._valid = {m for m, h in built.items() if h == check}
-        for model in set(built) - self._valid:
-            self._forget(model)
-
-    def _forget(self, model: str) -> None:
-        name, _, kind = model.partition("#")
-        self.con.execute(f"drop table if exists meta.{'bounds' if kind else 'key_hashes'}__{name}")
-        self.con.execute("delete from meta.key_indexes where model = ?", [model])
-        self._valid.discard(model)
-
-    def _ensure(self, name: str, bounds: bool = False) -> None:
-        """Build the model's key-hash index (`bounds`: its bounds index) from its table unless
-        a valid one exists."""
-        model = f"{name}#bounds" if bounds else name
-        if model in self._valid:
-            return
-        if bounds:
-            build_bounds(self.con, f"staging.{name}", bounds_of(name))
-        else:
-            build_key_index(self.con, f"staging.{name}", spec_of(name))
-        self._valid.add(model)
-
-    def ensure_bounds(self) -> None:
-        """Every bounds index, before sql/scope/ reads them."""
-        for name in self.sql:
-            if bounds_of(name) is not None:
-                self._ensure(name, bounds=True)
 
     def mode(self, name: str, sql: str, exists: bool) -> str:
         """`full`, `delta` (merge the new files' rows), `recompute` (refold the keys another
@@ -243,7 +180,8 @@ class StagingState:
         rowid (the appended rows are the table's last). A key that is also in the table, or
         twice among them, is settled by deleting every row of it but the first in the model's
         order. Making the delta a temporary table first, then copying it, wrote the day's 2 M
-        jobs twice (bench/README.md)."""
+        jobs twice (bench/README.md). Keys with rivals are found by the key-hash index
+        (`recon.build.indexes`), not by joining on the key columns."""
         con = self.con
         name = table.split(".")[-1]
         spec = spec_of(name)
@@ -258,14 +196,14 @@ class StagingState:
         new = f"(select * from {table} where rowid >= {int(first)})"
         try:
             if bounds is not None:  # rows a rival replaces keep their span: it only widens
-                con.execute(f"insert into meta.bounds__{name} {_bounds_select(bounds, new)}")
+                con.execute(f"insert into meta.bounds__{name} {bounds_select(bounds, new)}")
             if name in self.recomputed_from:  # the keys another model refolds, in its terms
                 con.execute(f"create or replace temp table _recon_keys_{name} as "
                             f"select distinct {', '.join(self.recomputed_from[name])} from {new}")
             if spec.key is None:
                 return
             key = ", ".join(spec.key)
-            index = _key_hashes(table)
+            index = key_hashes(table)
             con.execute(f"create or replace temp table _recon_delta_hashes as "
                         f"select hash({key}) as h, count(*) > 1 as twice from {new} group by 1")
             # one pass over the index (the history-sized side probes, the day's hashes are the
@@ -289,17 +227,6 @@ class StagingState:
         finally:
             for t in ("_recon_rivals", "_recon_in_index", "_recon_delta_hashes"):
                 con.execute(f"drop table if exists {t}")
-
-    # ---- key-hash index: which persisted keys might a delta's keys meet again?
-    #
-    # Finding a delta's rival rows by joining on the key columns reads every persisted key: the
-    # target fleet's jobs merge spent 0.6 s on it with three days of history, growing ~0.2 s per
-    # day. meta.key_hashes__<model> holds hash(key) of every persisted row (8 bytes, no strings);
-    # when none of the appended rows' key hashes was in it (nor twice among them), no row
-    # shares a key and the merge is done. A hash that was there (a real rival, or a collision)
-    # sends the merge down the exact path, which ranks the rows of those keys by the key
-    # columns. The index may hold hashes of keys no longer present (never fewer): it only
-    # decides when the exact path is needed.
 
     def recompute(self, table: str, sql: str) -> None:
         """Refold the rows of `table` whose key the source model's delta touched.
@@ -335,38 +262,8 @@ class StagingState:
             return
         con.execute(f"create or replace temp table _recon_refold as\n{body}")
         con.execute(f"insert into {table} by name select * from _recon_refold")
-        con.execute(f"insert into meta.bounds__{name} {_bounds_select(bounds, '_recon_refold')}")
+        con.execute(f"insert into meta.bounds__{name} {bounds_select(bounds, '_recon_refold')}")
         con.execute("drop table _recon_refold")
-
-    def _span(self, model: str, key: tuple[str, ...], keys: str, alias: str,
-              probed: dict | None = None) -> str:
-        """A predicate on `alias` true for every row of `model` whose key is in `keys`: the
-        span meta.bounds__<model> gives those keys (rows whose span column is null included),
-        or `true` without bounds by that key. A model with bounds has a valid index after.
-        `probed` gets the span's `lo` and `hi` (None: no row of those keys has one)."""
-        bounds = bounds_of(model)
-        if bounds is None:
-            return "true"
-        self._ensure(model, bounds=True)
-        if bounds.key != key:
-            return "true"
-        lo, hi = self.con.execute(
-            f"select min(b.lo)::varchar, max(b.hi)::varchar from meta.bounds__{model} b semi join "
-            f"(select hash({', '.join(key)}) as h from {keys}) k using (h)").fetchone()
-        if probed is not None:
-            probed.update(lo=lo, hi=hi)
-        return self._span_predicate(model, bounds.col, lo, hi, alias)
-
-    def _span_predicate(self, model: str, column: str, lo, hi, alias: str) -> str:
-        """`alias.column` within [lo, hi] (`false` when lo is None), or null."""
-        col = f"{alias}.{column}"
-        inside = "false" if lo is None else f"{col} between '{lo}' and '{hi}'"
-        # `or … is null` keeps DuckDB from skipping row groups by the span (it reads them all):
-        # left out when no row has a null there, which row-group statistics answer cheaply
-        if not self.con.execute(f"select count(*) from staging.{model} "
-                                f"where {column} is null").fetchone()[0]:
-            return inside
-        return f"({inside} or {col} is null)"
 
     def built(self, name: str, sql: str) -> None:
         """The model was rebuilt in full: its indexes describe the old table."""
