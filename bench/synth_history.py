@@ -89,13 +89,13 @@ def main(argv=None) -> None:
         n = con.execute(f"select count(*) from {table}").fetchone()[0]
         print(f"{table}: {n0:,} -> {n:,} rows ({time.perf_counter() - t0:.1f} s)", flush=True)
     try:  # the measured tree's meta indexes, rebuilt over the copies (as a daily run has them)
-        from recon.build.incremental import bounds_of, build_bounds, build_key_index, spec_of
+        from recon.build.indexes import build_bounds, build_key_index
+        from recon.build.model_settings import bounds_of, spec_of
         from recon.build.models import SQL_DIR
 
         con.execute("delete from meta.key_indexes")
         for p in sorted((SQL_DIR / "staging").glob("*.sql")):
-            sql = p.read_text(encoding="utf-8")
-            spec, bounds = spec_of(sql), bounds_of(sql)
+            spec, bounds = spec_of(p.stem), bounds_of(p.stem)
             if spec is not None and spec.order is not None:
                 build_key_index(con, f"staging.{p.stem}", spec)
             if bounds is not None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from recon.build.incremental import HASH_CHECK, bounds_of, spec_of
+from recon.build.indexes import HASH_CHECK
+from recon.build.model_settings import Spec, bounds_of, spec_of
 from recon.build.models import SQL_DIR, sql_models
 from recon.db import connect
 from recon.pipeline import run
@@ -60,7 +61,7 @@ def full_copy(con, schema: str, tables) -> None:
     con.execute(f"create schema if not exists {schema}")
     for t in tables:
         body = (SQL_DIR / "staging" / f"{t}.sql").read_text().strip().rstrip(";")
-        spec = spec_of(body)
+        spec = spec_of(t)
         if spec is not None and spec.order is not None:  # every row ranked, plainly
             body = (f"select * from ({body}) qualify row_number() over "
                     f"(partition by {', '.join(spec.key)} order by {spec.order}) = 1")
@@ -68,7 +69,7 @@ def full_copy(con, schema: str, tables) -> None:
 
 
 def test_the_big_staging_models_are_incremental():
-    names = {n for layer, n, p in sql_models() if layer == "staging" and spec_of(p.read_text())}
+    names = {n for layer, n, p in sql_models() if layer == "staging" and spec_of(n)}
     assert {"stg_k8s__pods", "stg_k8s__events", "stg_runpod__jobs", "quarantine_casts"} <= names
 
 
@@ -161,6 +162,42 @@ def test_a_changed_model_is_rebuilt(daily, tmp_path, monkeypatch):
     after = con.execute("select count(*) from staging.stg_runpod__jobs").fetchone()[0]
     assert after == before + 3
     con.close()
+
+
+def test_a_changed_setting_rebuilds_the_model(daily, tmp_path, monkeypatch):
+    """meta.staged_models keys a kept table on its SQL and its settings in
+    sql/staging/_models.toml: another dedupe order keeps other rows, so it rebuilds the table
+    as a change of the SQL does (a grain edit does not)."""
+    import dataclasses
+
+    from recon.build import model_settings
+
+    root, _days = daily
+    land = tmp_path / "land"
+    shutil.copytree(root / "daily", land)
+    db = tmp_path / "w.duckdb"
+    run(land, db)
+    con = connect(db)
+    con.execute("delete from staging.stg_runpod__jobs where job_id in "
+                "(select job_id from staging.stg_runpod__jobs limit 3)")
+    before = con.execute("select count(*) from staging.stg_runpod__jobs").fetchone()[0]
+    con.close()
+    real = model_settings.settings_of
+
+    def patched(layer, name, **change):
+        s = real(layer, name)
+        return dataclasses.replace(s, **change) if name == "stg_runpod__jobs" else s
+
+    counts = []
+    for change in ({}, {"grain": "one row per job, said otherwise"},
+                   {"incremental": Spec(("endpoint_id", "job_id"), "source_file, record_no")}):
+        monkeypatch.setattr(model_settings, "settings_of",
+                            lambda layer, name, change=change: patched(layer, name, **change))
+        run(land, db)  # no new file
+        con = connect(db)
+        counts.append(con.execute("select count(*) from staging.stg_runpod__jobs").fetchone()[0])
+        con.close()
+    assert counts == [before, before, before + 3]
 
 
 def _daily_runs(daily, land: Path, db: Path, n: int):
@@ -265,7 +302,7 @@ def _assert_replay_merged(db, changed: int) -> None:
     assert {"stg_runpod__jobs", "stg_k8s__pods", "stg_runpod__jobs#bounds", "stg_k8s__pods#bounds",
             "stg_runpod__workers#bounds", "stg_runpod__worker_snapshots#bounds"} <= valid
     for t in staging_tables():
-        spec = spec_of((SQL_DIR / "staging" / f"{t}.sql").read_text())
+        spec = spec_of(t)
         if spec is None or spec.order is None or t not in valid:
             continue
         missing = con.execute(f"select count(*) from staging.{t} where hash({', '.join(spec.key)}) "
@@ -277,7 +314,7 @@ def _assert_replay_merged(db, changed: int) -> None:
         assert dup == 0, t
     # each bounds index spans every row of its keys (sql/scope/ reads only that span)
     for t in staging_tables():
-        b = bounds_of((SQL_DIR / "staging" / f"{t}.sql").read_text())
+        b = bounds_of(t)
         if b is None or f"{t}#bounds" not in valid:
             continue
         outside = con.execute(f"""select count(*) from staging.{t} s
@@ -318,7 +355,7 @@ def test_the_delta_reads_no_raw_table_directly(tmp_path):
     state.new = ["/x/new-file.jsonl"]
     for layer, name, path in sql_models():
         body = path.read_text()
-        if layer == "staging" and spec_of(body) and spec_of(body).source is None:
+        if layer == "staging" and spec_of(name) and spec_of(name).source is None:
             delta = state.delta_sql(body)
             assert not re.search(r"\braw\.", delta), name
             assert "_recon_delta_" in delta, name
@@ -628,7 +665,7 @@ def test_dedupe_keeps_what_ranking_every_row_keeps(tmp_path):
     }
     for model, (key, order) in reference.items():
         body = (SQL_DIR / "staging" / f"{model}.sql").read_text()
-        # every row the model yields (its header is the dedupe), ranked plainly
+        # every row the model yields (its `incremental` setting is the dedupe), ranked plainly
         ranked = f"""select source_file, record_no from (
             {body.strip().rstrip(';')}
             ) qualify row_number() over (partition by {key} order by {order}) = 1"""

@@ -1,37 +1,36 @@
 """Incremental staging: parse only the raw rows of newly landed files.
 
-A staging model whose SQL carries a header line
+A staging model with an `incremental` setting in sql/staging/_models.toml
 
-    -- incremental: key (<columns>) order (<order by list>)
-    -- incremental: append
+    incremental = { strategy = "merge", key = [<columns>], order = "<order by list>" }
+    incremental = { strategy = "append" }
 
-is a per-row transform of `raw.*` rows. The header *is* its dedupe: the model's SELECT yields
+is a per-row transform of `raw.*` rows. The setting *is* its dedupe: the model's SELECT yields
 every row, and `create_deduped` keeps one row per key, the first under the order (the rows
 `qualify row_number() over (partition by <key> order by <order>) = 1` keeps, which the tests
-hold it to, ranking only the rows whose key repeats); `append` keeps every row. Such a model is kept between runs. A run that only added files parses just those files' raw
-rows (the model's SQL with every `raw.<t>` read through a view of the new files' rows) and
-merges them: rows of the same key, old and new, compete again under the model's own order, so
-the table equals a full rebuild. `meta.staged_files` records which landed files (by sha256) the
-staging tables reflect, `meta.staged_models` the SQL each incremental model was built with.
+hold it to, ranking only the rows whose key repeats); `append` keeps every row. Such a model is
+kept between runs. A run that only added files parses just those files' raw rows (the model's
+SQL with every `raw.<t>` read through a view of the new files' rows) and merges them: rows of
+the same key, old and new, compete again under the model's own order, so the table equals a
+full rebuild. `meta.staged_files` records which landed files (by sha256) the staging tables
+reflect, `meta.staged_models` what each incremental model was built with: a hash of its SQL and
+its `incremental` and `bounds` settings (`model_settings.build_hash`).
 
-A full rebuild happens when the model's SQL changed, when its table is missing, or when a file
-the staging tables reflect was replaced or removed (its rows may have won a key another file
-also holds: only a rebuild can tell the new winner). Staging costs then grow with the day's new
-files, not with history (bench/README.md, "Day 30 vs day 1").
+A full rebuild happens when the model's SQL or those settings changed, when its table is
+missing, or when a file the staging tables reflect was replaced or removed (its rows may have
+won a key another file also holds: only a rebuild can tell the new winner). Staging costs then
+grow with the day's new files, not with history (bench/README.md, "Day 30 vs day 1"). The
+indexes of history that make merges and refolds cheap are in `recon.build.indexes`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
-from dataclasses import dataclass
 
-INCREMENTAL = re.compile(
-    r"^-- incremental: (?:key \((?P<key>[^)]*)\) order \((?P<order>.*)\)|(?P<append>append)"
-    r"|recompute key \((?P<rkey>[^)]*)\) from (?P<src>[a-z0-9_]+))\s*$", re.MULTILINE)
-BOUNDS = re.compile(r"^-- bounds: key \((?P<key>[^)]*)\) span \((?P<col>[a-z0-9_]+)\)"
-                    r"(?: within \((?P<within>[a-z0-9_]+)\))?\s*$", re.MULTILINE)
+from .indexes import Indexes, bounds_select, key_hashes
+from .model_settings import bounds_of, build_hash, spec_of
+
 RAW_REF = re.compile(r"\braw\.([a-z0-9_]+)\b")
 META_DDL = [
     "create schema if not exists meta",
@@ -40,60 +39,15 @@ META_DDL = [
     # which key-hash indexes (meta.key_hashes__<model>) are valid, and under which hash function
     "create table if not exists meta.key_indexes (model varchar primary key, hash_check ubigint)",
 ]
-# DuckDB's hash() is not promised stable across versions: an index built under another one is
-# rebuilt (its hashes would no longer find their keys).
-HASH_CHECK = "hash('recon key index', 42::bigint, null::varchar, 1.5::double)"
-
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Spec:
-    key: tuple[str, ...] | None  # None: append
-    order: str | None
-    source: str | None = None    # recompute: the staging model whose changed keys it refolds
-
-
-def spec_of(sql: str) -> Spec | None:
-    m = INCREMENTAL.search(sql)
-    if not m:
-        return None
-    if m.group("append"):
-        return Spec(None, None)
-    if m.group("src"):
-        return Spec(tuple(c.strip() for c in m.group("rkey").split(",")), None, m.group("src"))
-    return Spec(tuple(c.strip() for c in m.group("key").split(",")), m.group("order").strip())
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """`-- bounds: key (<columns>) span (<column>)`: meta.bounds__<model> keeps, per hash of the
-    key, the least and greatest value of the span column of its rows, so that a reader after
-    every row of some keys scans only the row groups of that span (plus rows whose span column
-    is null, which DuckDB also finds by row-group statistics). Rows a merge replaces or a refold
-    deletes keep their bounds: a span only ever widens, so it never leaves a row out.
-
-    `… span (<column>) within (<source column>)` (a model refolded from another by the same
-    key): every row's span column lies within the span the source's rows of its key have in
-    the source column (e.g. `max(pulled_at) as last_seen_at`), so a refold finds the rows to
-    replace by the source's span it has already probed, not by a second probe of its own."""
-    key: tuple[str, ...]
-    col: str
-    within: str | None = None
-
-
-def bounds_of(sql: str) -> Bounds | None:
-    m = BOUNDS.search(sql)
-    return None if m is None else Bounds(tuple(c.strip() for c in m.group("key").split(",")),
-                                         m.group("col"), m.group("within"))
-
-
-def recomputed_sources(bodies) -> dict[str, tuple[str, ...]]:
-    """{staging model: the key another model refolds it by (`recompute key (…) from` it)},
-    from the staging models' SQL texts."""
+def recomputed_sources(names) -> dict[str, tuple[str, ...]]:
+    """{staging model: the key another model refolds it by (`strategy = "recompute"` with
+    `from` it)}, among the staging models `names`."""
     out = {}
-    for body in bodies:
-        spec = spec_of(body)
+    for name in names:
+        spec = spec_of(name)
         if spec is not None and spec.source:
             if out.get(spec.source, spec.key) != spec.key:
                 raise RuntimeError(f"models refolding {spec.source} must share one key")
@@ -103,7 +57,7 @@ def recomputed_sources(bodies) -> dict[str, tuple[str, ...]]:
 
 def create_deduped(con, table: str, sql: str) -> None:
     """`create or replace table <table>` with the model's rows, one per key of its
-    `-- incremental: key … order …` header.
+    `incremental = { strategy = "merge", key, order }` setting.
 
     The rows are written as the model makes them, and only then are keys that repeat looked
     for, in the table. A usual day's jobs have none (job ids are unique): done. Ranking inside
@@ -113,7 +67,7 @@ def create_deduped(con, table: str, sql: str) -> None:
     the run's commit ~1 s slower). A model whose source repeats itself by nature drops the
     repeats before parsing (`stg_k8s__pods`: a relist lands every pod version again)."""
     con.execute(f"create or replace table {table} as\n{sql}")
-    spec = spec_of(sql)
+    spec = spec_of(table.rpartition(".")[2])
     if spec is None or spec.order is None:
         return
     key = ", ".join(spec.key)
@@ -139,38 +93,9 @@ def next_rowid(table: str) -> str:
     return f"(select coalesce(max(rowid), -1) + 1 from {table})"
 
 
-def _key_hashes(table: str) -> str:
-    """The key-hash index of `staging.<model>`: meta.key_hashes__<model>."""
-    return f"meta.key_hashes__{table.split('.')[-1]}"
-
-
-def build_key_index(con, table: str, spec: Spec) -> None:
-    """(Re)build meta.key_hashes__<model>: hash(key) of every row of `table`."""
-    con.execute(f"create or replace table {_key_hashes(table)} as "
-                f"select hash({', '.join(spec.key)}) as h from {table}")
-    con.execute(f"insert or replace into meta.key_indexes select ?, {HASH_CHECK}",
-                [table.split(".")[-1]])
-
-
-def _bounds_select(b: Bounds, source: str) -> str:
-    return (f"select hash({', '.join(b.key)}) as h, min({b.col}) as lo, max({b.col}) as hi "
-            f"from {source} group by 1")
-
-
-def build_bounds(con, table: str, b: Bounds) -> None:
-    """(Re)build meta.bounds__<model> from `table`: one row per key hash."""
-    name = table.split(".")[-1]
-    con.execute(f"create or replace table meta.bounds__{name} as {_bounds_select(b, table)}")
-    con.execute(f"insert or replace into meta.key_indexes select ?, {HASH_CHECK}",
-                [f"{name}#bounds"])
-
-
-def sql_hash(sql: str) -> str:
-    return hashlib.sha256(sql.encode()).hexdigest()
-
-
-class StagingState:
-    """What the staging tables reflect, and which files a run added since."""
+class StagingState(Indexes):
+    """What the staging tables reflect, and which files a run added since. Its indexes of
+    history (meta.key_hashes__<model>, meta.bounds__<model>) are kept by `Indexes`."""
 
     def __init__(self, con, models: dict[str, str] | None = None):
         """`models`: {staging model: its SQL} (which of them another model refolds; their
@@ -187,8 +112,8 @@ class StagingState:
         self.new = sorted(f for f in self.landed if f not in staged)
         self._views: set[str] = set()
         self.ran: dict[str, str] = {}
-        # models that another one refolds (`-- incremental: recompute key (…) from <model>`)
-        self.recomputed_from = recomputed_sources(models.values())
+        # models that another one refolds (`strategy = "recompute"`, `from = "<model>"`)
+        self.recomputed_from = recomputed_sources(models)
         self._check_indexes()
         self._first_rowids = self._landed_here() or {}
 
@@ -210,46 +135,11 @@ class StagingState:
             return None
         return firsts
 
-    def _check_indexes(self) -> None:
-        """Forget indexes built under another hash function; an index is (re)built from its
-        table the first time a run needs it (`_ensure`), so that a run that never merges (a
-        first day, a full rebuild) does not pay for one."""
-        con = self.con
-        check = con.execute(f"select {HASH_CHECK}").fetchone()[0]
-        built = dict(con.execute("select model, hash_check from meta.key_indexes").fetchall())
-        self._valid = {m for m, h in built.items() if h == check}
-        for model in set(built) - self._valid:
-            self._forget(model)
-
-    def _forget(self, model: str) -> None:
-        name, _, kind = model.partition("#")
-        self.con.execute(f"drop table if exists meta.{'bounds' if kind else 'key_hashes'}__{name}")
-        self.con.execute("delete from meta.key_indexes where model = ?", [model])
-        self._valid.discard(model)
-
-    def _ensure(self, name: str, sql: str, bounds: bool = False) -> None:
-        """Build the model's key-hash index (`bounds`: its bounds index) from its table unless
-        a valid one exists."""
-        model = f"{name}#bounds" if bounds else name
-        if model in self._valid:
-            return
-        if bounds:
-            build_bounds(self.con, f"staging.{name}", bounds_of(sql))
-        else:
-            build_key_index(self.con, f"staging.{name}", spec_of(sql))
-        self._valid.add(model)
-
-    def ensure_bounds(self) -> None:
-        """Every bounds index, before sql/scope/ reads them."""
-        for name, sql in self.sql.items():
-            if bounds_of(sql) is not None:
-                self._ensure(name, sql, bounds=True)
-
     def mode(self, name: str, sql: str, exists: bool) -> str:
         """`full`, `delta` (merge the new files' rows), `recompute` (refold the keys another
         model's delta touched) or `keep` (nothing new)."""
-        spec = spec_of(sql)
-        if spec is None or not exists or self.stale or self.models.get(name) != sql_hash(sql):
+        spec = spec_of(name)
+        if spec is None or not exists or self.stale or self.models.get(name) != build_hash(name, sql):
             mode = "full"
         elif spec.source is not None:
             mode = {"delta": "recompute", "keep": "keep"}.get(self.ran.get(spec.source), "full")
@@ -290,29 +180,30 @@ class StagingState:
         rowid (the appended rows are the table's last). A key that is also in the table, or
         twice among them, is settled by deleting every row of it but the first in the model's
         order. Making the delta a temporary table first, then copying it, wrote the day's 2 M
-        jobs twice (bench/README.md)."""
-        spec = spec_of(sql)
+        jobs twice (bench/README.md). Keys with rivals are found by the key-hash index
+        (`recon.build.indexes`), not by joining on the key columns."""
         con = self.con
         name = table.split(".")[-1]
-        bounds = bounds_of(sql)
+        spec = spec_of(name)
+        bounds = bounds_of(name)
         # indexes first: one (re)built from the table after the append would hold the new keys
         if bounds is not None:
-            self._ensure(name, sql, bounds=True)
+            self._ensure(name, bounds=True)
         if spec.key is not None:
-            self._ensure(name, sql)
+            self._ensure(name)
         first = con.execute(f"select {next_rowid(table)}").fetchone()[0]
         con.execute(f"insert into {table} by name\n{self.delta_sql(sql)}")
         new = f"(select * from {table} where rowid >= {int(first)})"
         try:
             if bounds is not None:  # rows a rival replaces keep their span: it only widens
-                con.execute(f"insert into meta.bounds__{name} {_bounds_select(bounds, new)}")
+                con.execute(f"insert into meta.bounds__{name} {bounds_select(bounds, new)}")
             if name in self.recomputed_from:  # the keys another model refolds, in its terms
                 con.execute(f"create or replace temp table _recon_keys_{name} as "
                             f"select distinct {', '.join(self.recomputed_from[name])} from {new}")
             if spec.key is None:
                 return
             key = ", ".join(spec.key)
-            index = _key_hashes(table)
+            index = key_hashes(table)
             con.execute(f"create or replace temp table _recon_delta_hashes as "
                         f"select hash({key}) as h, count(*) > 1 as twice from {new} group by 1")
             # one pass over the index (the history-sized side probes, the day's hashes are the
@@ -337,25 +228,15 @@ class StagingState:
             for t in ("_recon_rivals", "_recon_in_index", "_recon_delta_hashes"):
                 con.execute(f"drop table if exists {t}")
 
-    # ---- key-hash index: which persisted keys might a delta's keys meet again?
-    #
-    # Finding a delta's rival rows by joining on the key columns reads every persisted key: the
-    # target fleet's jobs merge spent 0.6 s on it with three days of history, growing ~0.2 s per
-    # day. meta.key_hashes__<model> holds hash(key) of every persisted row (8 bytes, no strings);
-    # when none of the appended rows' key hashes was in it (nor twice among them), no row
-    # shares a key and the merge is done. A hash that was there (a real rival, or a collision)
-    # sends the merge down the exact path, which ranks the rows of those keys by the key
-    # columns. The index may hold hashes of keys no longer present (never fewer): it only
-    # decides when the exact path is needed.
-
     def recompute(self, table: str, sql: str) -> None:
         """Refold the rows of `table` whose key the source model's delta touched.
 
-        Where the source and the table keep bounds by the same key (`-- bounds:`), only the
+        Where the source and the table keep bounds by the same key (`bounds`), only the
         row groups of the span those keys' rows lie in are read: the 500-node fleet's workers
         were refolded by reading every snapshot and every worker of history (2.0 s on a 30-day
         warehouse, bench/README.md)."""
-        spec = spec_of(sql)
+        name = table.split(".")[-1]
+        spec = spec_of(name)
         keys = f"_recon_keys_{spec.source}"
         on = lambda a, b: " and ".join(f"{a}.{k} is not distinct from {b}.{k}" for k in spec.key)
         probed: dict = {}
@@ -364,14 +245,13 @@ class StagingState:
                       f"(select s.* from staging.{spec.source} s semi join {keys} k on {on('s', 'k')}"
                       f" where {src_span})", sql)
         con = self.con
-        name = table.split(".")[-1]
-        bounds = bounds_of(sql)
-        src_bounds = bounds_of(self.sql.get(spec.source, ""))
+        bounds = bounds_of(name)
+        src_bounds = bounds_of(spec.source)
         if (bounds is not None and bounds.within is not None and src_bounds is not None
                 and bounds.within == src_bounds.col and "lo" in probed):
             # the rows to replace lie within the source's span for these keys (`within`); the
             # table's own bounds are kept for its readers (sql/scope/)
-            self._ensure(name, sql, bounds=True)
+            self._ensure(name, bounds=True)
             span = self._span_predicate(name, bounds.col, probed["lo"], probed["hi"], "t")
         else:
             span = self._span(name, spec.key, keys, "t")
@@ -382,48 +262,17 @@ class StagingState:
             return
         con.execute(f"create or replace temp table _recon_refold as\n{body}")
         con.execute(f"insert into {table} by name select * from _recon_refold")
-        con.execute(f"insert into meta.bounds__{name} {_bounds_select(bounds, '_recon_refold')}")
+        con.execute(f"insert into meta.bounds__{name} {bounds_select(bounds, '_recon_refold')}")
         con.execute("drop table _recon_refold")
-
-    def _span(self, model: str, key: tuple[str, ...], keys: str, alias: str,
-              probed: dict | None = None) -> str:
-        """A predicate on `alias` true for every row of `model` whose key is in `keys`: the
-        span meta.bounds__<model> gives those keys (rows whose span column is null included),
-        or `true` without bounds by that key. A model with bounds has a valid index after.
-        `probed` gets the span's `lo` and `hi` (None: no row of those keys has one)."""
-        sql = self.sql.get(model, "")
-        bounds = bounds_of(sql)
-        if bounds is None:
-            return "true"
-        self._ensure(model, sql, bounds=True)
-        if bounds.key != key:
-            return "true"
-        lo, hi = self.con.execute(
-            f"select min(b.lo)::varchar, max(b.hi)::varchar from meta.bounds__{model} b semi join "
-            f"(select hash({', '.join(key)}) as h from {keys}) k using (h)").fetchone()
-        if probed is not None:
-            probed.update(lo=lo, hi=hi)
-        return self._span_predicate(model, bounds.col, lo, hi, alias)
-
-    def _span_predicate(self, model: str, column: str, lo, hi, alias: str) -> str:
-        """`alias.column` within [lo, hi] (`false` when lo is None), or null."""
-        col = f"{alias}.{column}"
-        inside = "false" if lo is None else f"{col} between '{lo}' and '{hi}'"
-        # `or … is null` keeps DuckDB from skipping row groups by the span (it reads them all):
-        # left out when no row has a null there, which row-group statistics answer cheaply
-        if not self.con.execute(f"select count(*) from staging.{model} "
-                                f"where {column} is null").fetchone()[0]:
-            return inside
-        return f"({inside} or {col} is null)"
 
     def built(self, name: str, sql: str) -> None:
         """The model was rebuilt in full: its indexes describe the old table."""
-        spec = spec_of(sql)
+        spec = spec_of(name)
         for model in (name, f"{name}#bounds"):
             self._forget(model)
         if spec is not None:
             self.con.execute("insert or replace into meta.staged_models values (?, ?)",
-                             [name, sql_hash(sql)])
+                             [name, build_hash(name, sql)])
 
     def finish(self) -> None:
         """The staging tables now reflect every landed file."""

@@ -2,10 +2,11 @@
 
 Each file `sql/<layer>/<name>.sql` holds one SELECT and builds the table `<schema>.<name>`
 (layer staging → schema staging, intermediate → intermediate, marts → marts, checks → checks).
-A staging model with an `-- incremental: key (…) order (…)` header yields every row; the build
-keeps one per key, the first in its order: the same rule for full builds
-(`recon.build.incremental.create_deduped`) and merges (`StagingState.merge`). Header comments
-set a model's other settings (`-- window:`, `-- scope:`), read by the regexes below.
+How the build treats a model (incremental, bounds, window, scope) is declared beside it, in
+`sql/<layer>/_models.toml` (`recon.build.model_settings`). A staging model with
+`incremental = { strategy = "merge", key, order }` yields every row; the build keeps one per
+key, the first in its order: the same rule for full builds
+(`recon.build.incremental.create_deduped`) and merges (`StagingState.merge`).
 """
 
 from __future__ import annotations
@@ -36,23 +37,17 @@ def sql_models() -> list[tuple[str, str, Path]]:
     return out
 
 
-WINDOW = re.compile(r"^-- window: key \((?P<key>[^)]*)\) where (?P<where>.*)$", re.M)
-SCOPE_BEFORE = re.compile(r"^-- scope: before\b", re.M)
-# a mart that holds what the intermediate model it reads holds, the last run's window: rebuilt
-# whole by every run, windowed or not (its readers check the window with `require_built`)
-LAST_RUN = re.compile(r"^-- window: last run\b", re.MULTILINE)
-# a scope model that its readers read as a view (evaluated by each) instead of a copy
-SCOPE_VIEW = re.compile(r"^-- scope: view\b", re.MULTILINE)
-
-
 def build_order(windowed: bool) -> list[tuple[str, str, Path]]:
     """The models a run builds, in order. A windowed run builds sql/scope/ after staging (and
-    after the intermediate models marked `-- scope: before`, which the scope reads); a full run
+    after the intermediate models with `scope = "before"`, which the scope reads); a full run
     skips sql/scope/."""
+    # (imported here: model_settings reads SQL_DIR and LAYERS from this module)
+    from .model_settings import settings_of
+
     models = sql_models()
     if not windowed:
         return [m for m in models if m[0] != "scope"]
-    before = [m for m in models if m[0] == "intermediate" and SCOPE_BEFORE.search(m[2].read_text())]
+    before = [m for m in models if m[0] == "intermediate" and settings_of(*m[:2]).scope_before]
     rest = [m for m in models if m[0] not in ("staging", "scope") and m not in before]
     return ([m for m in models if m[0] == "staging"] + before
             + [m for m in models if m[0] == "scope"] + rest)

@@ -10,7 +10,8 @@ import duckdb
 
 from ..db import begin as _begin
 from .incremental import StagingState, create_deduped
-from .models import LAST_RUN, LAYERS, SCOPE_BEFORE, SCOPE_VIEW, SQL_DIR, WINDOW, build_order
+from .model_settings import settings_of
+from .models import LAYERS, SQL_DIR, build_order
 
 
 def _columns(con, schema: str, table: str) -> set[str]:
@@ -28,7 +29,8 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
     `--from/--to`) builds sql/scope/ — staging cut to what the window's days depend on — and
     the intermediate models and marts read that (temporary table `scope__<model>`) instead of
     `staging.<model>`; marts with a `day` column then replace only the window's days, and a mart
-    with a `-- window: key (…) where …` header replaces only the rows the predicate selects.
+    with a `window = { key, where }` setting (sql/marts/_models.toml) replaces only the rows the
+    predicate selects.
     Intermediate tables hold the last run's scope.
 
     `timings` gets seconds per layer; `model_timings` (optional) seconds per model, keyed
@@ -75,7 +77,8 @@ def build(con, timings: dict | None = None, model_timings: dict | None = None,
             body = bodies[path]
             if layer == "scope":
                 body = re.sub(r"\bscope\.([a-z0-9_]+)\b", r"scope__\1", body)
-            elif windowed and layer in ("intermediate", "marts") and not SCOPE_BEFORE.search(body):
+            elif (windowed and layer in ("intermediate", "marts")
+                  and not settings_of(layer, name).scope_before):
                 body = re.sub(r"\bstaging\.([a-z0-9_]+)\b",
                               lambda m: f"scope__{m.group(1)}" if m.group(1) in scoped else m.group(0),
                               body)
@@ -127,7 +130,7 @@ def _build_one(con, staged: StagingState, layer: str, name: str, body: str, exis
                windowed: bool) -> None:
     table = f"{layer}.{name}"
     if layer == "scope":  # temporary: read by this run only, never written to the file
-        kind = "view" if SCOPE_VIEW.search(body) else "table"
+        kind = "view" if settings_of(layer, name).scope_view else "table"
         con.execute(f"create or replace temp {kind} scope__{name} as\n{body}")
         return
     if layer == "staging":
@@ -140,19 +143,21 @@ def _build_one(con, staged: StagingState, layer: str, name: str, body: str, exis
             create_deduped(con, table, body)
             staged.built(name, body)
         return
-    if not (windowed and layer == "marts") or LAST_RUN.search(body):
+    settings = settings_of(layer, name)
+    if not (windowed and layer == "marts") or settings.last_run:
         con.execute(f"create or replace table {table} as\n{body}")
         return
     # a run for a window replaces that window's days (or, for a mart without a day, the rows
-    # its `-- window:` predicate selects) and keeps the rest
+    # its `window` setting's predicate selects) and keeps the rest
     columns = [d[0] for d in con.execute(f"select * from (\n{body}\n) limit 0").description]
-    window = WINDOW.search(body)
+    window = settings.window
     if "day" in columns:
         key, where = None, "day between cfg('day_from')::date and cfg('day_to')::date"
     elif window:
-        key, where = [k.strip() for k in window.group("key").split(",")], window.group("where")
+        key, where = list(window.key), window.where
     else:
-        raise RuntimeError(f"{table}: a mart needs a day column or a `-- window:` header")
+        raise RuntimeError(f"{table}: a mart needs a day column or a `window` setting "
+                           f"in sql/marts/_models.toml")
     con.execute(f"create or replace temp table _recon_window as select * from (\n{body}\n) where {where}")
     if not _columns(con, layer, name):
         con.execute(f"create table {table} as select * from _recon_window")

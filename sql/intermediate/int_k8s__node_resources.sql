@@ -1,6 +1,5 @@
 -- grain: one row per (cluster, node_name): the billed resource it runs on.
 -- Mapping (config [mapping]): node label, then spec.providerID with the prefix, then the node name.
--- scope: before (windowed runs build it from all of staging, before sql/scope/: the scope needs it)
 with nodes as (
     select
         cluster,

@@ -1,7 +1,6 @@
 -- grain: one row per pod known only from kube-state-metrics (cluster, namespace, pod_name):
 -- its lifecycle from the *_time metrics' values. Coarser than a watch: sampled at the query
 -- step; a pod that lived less than one step can be missing.
--- scope: before (windowed runs build it from all of staging, before sql/scope/)
 with m as (
     select * from staging.stg_prometheus__pod_metrics
 ),

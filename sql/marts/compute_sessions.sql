@@ -1,7 +1,6 @@
 -- grain: one row per compute session of an instance (session_id): a maximal run of billed
 -- compute, with its tail model where a GPU workload ended before compute stopped (the expected
 -- tail of BILLED_AFTER_EXIT, which `recon whatif` re-prices); the tail columns are NULL otherwise.
--- window: last run (as intermediate.int_resource__compute_sessions: the last run's window)
 select
     s.resource_id, s.session_id, s.start_at, s.end_at, s.placed_by,
     r.compute_rate_per_hour,

@@ -2,6 +2,5 @@
 -- the timeline `recon report` draws and `recon whatif` prices. A segment lies inside one bucket,
 -- one compute session and one UTC day, with one category; a resource-day's segments add up to its
 -- billed compute (marts.billed_segments sums them by category).
--- window: last run (as intermediate.int_resource__instance_segments: the last run's window)
 select resource_id, session_id, day, seg_start, seg_end, category, ms, amount_usd, expected_usd
 from intermediate.int_resource__instance_segments

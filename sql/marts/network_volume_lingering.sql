@@ -3,7 +3,6 @@
 -- share, in exact decimals. DuckDB divides decimals in double, so the share is an integer
 -- division: the amount in 1e-12 USD × lingering ms × 1e6 ÷ bucket ms, rounded half-even to
 -- 1e-18 USD (exact where the hour lingered whole or not at all), then summed as decimals.
--- window: last run (as intermediate.int_storage__network_volume_buckets: the last run's window)
 with buckets as (
     select volume_id, cast(date_trunc('day', bucket_start) as date) as day, bucket_ms,
            lingering_ms, total_amount_usd,

@@ -1,6 +1,5 @@
 -- grain: one row per Kubernetes Node object (cluster, node_uid), GPU or not: its GPU capacity and
 -- when it was up, over every version landed (a Node's creationTimestamp never changes).
--- window: last run (read from staging: every version landed, whatever the window)
 select cluster, node_uid, min(node_name) as node_name, max(gpu_capacity) as gpu_capacity,
        min(created_at) as created_at,
        case when bool_or(event_type = 'DELETED')

@@ -1,6 +1,5 @@
 -- grain: one row per serverless worker session (endpoint_id, worker_id): from its start to its
 -- last request done, then the idle timeout it is expected to stop after.
--- window: last run (as intermediate.int_serverless__worker_sessions: the last run's window)
 select endpoint_id, worker_id, day,
        make_timestamp(start_ms * 1000)::timestamptz as started_at, start_assumed,
        make_timestamp(first_submitted_ms * 1000)::timestamptz as first_submitted_at,

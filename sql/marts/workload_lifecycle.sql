@@ -1,5 +1,4 @@
 -- grain: one row per Kubernetes pod (cluster, pod_uid), GPU or not.
--- window: key (cluster, pod_uid) where created_at < cfg('day_to')::date + 1 and coalesce(task_finished_at, deleted_at, '2100-01-01'::timestamptz) >= cfg('day_from')::date
 with workloads as (
     select * from intermediate.int_k8s__workloads
 ),

@@ -2,7 +2,6 @@
 -- life [created, window end) overlaps the window, those of a billed instance's compute island
 -- after the window (a task there makes the window's gap idle rather than tail), and, before the
 -- window, only the island's last workload. A pod is kept whole or not at all.
--- scope: view
 with life as (
     select l.cluster, l.pod_uid, l.created_at, l.window_end_at, l.gpus, l.scheduled_at,
            n.resource_id, r.scope_start, r.scope_end

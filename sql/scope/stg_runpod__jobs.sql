@@ -1,10 +1,9 @@
 -- grain: as staging.stg_runpod__jobs (the columns read), for the window: every job of the workers of
 -- scope.window_workers (a worker session's cold start, gaps and rounding span all its jobs).
--- scope: view (one reader: a copy would only be read once)
 
 -- every job of those workers completed in [lo, hi] (meta.bounds__stg_runpod__jobs, kept by the
--- staging build: `-- bounds:` in stg_runpod__jobs.sql): the scan below then skips the row groups
--- of other days instead of reading every job of history
+-- staging build: its `bounds` in sql/staging/_models.toml): the scan below then skips the row
+-- groups of other days instead of reading every job of history
 with span as (
     select min(b.lo) as lo, max(b.hi) as hi
     from meta.bounds__stg_runpod__jobs b

@@ -1,8 +1,7 @@
 -- grain: as staging.stg_runpod__workers, for the window: the workers of scope.window_workers
 -- (int_serverless__worker_sessions takes their startedAt), read through the span of their rows
--- (meta.bounds__stg_runpod__workers, `-- bounds:` in stg_runpod__workers.sql): joining every
+-- (meta.bounds__stg_runpod__workers, its `bounds` in sql/staging/_models.toml): joining every
 -- worker of history would cost the sessions ~1.1 s at 24 M workers (bench/README.md).
--- scope: view (one reader)
 with span as (
     select min(b.lo) as lo, max(b.hi) as hi
     from meta.bounds__stg_runpod__workers b

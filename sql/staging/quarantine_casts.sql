@@ -1,7 +1,6 @@
 -- grain: one row per raw record whose values staging cannot cast, with the reason: a part of
 -- the quarantine (sql/staging/quarantine.sql), the part a record's own values decide, so
 -- that it is kept between runs and only new files' rows are parsed.
--- incremental: append
 with pods as (
     select source_file, record_no, locator, 'Pod metadata.creationTimestamp is not a timestamp: '
            || coalesce(doc ->> '$.metadata.creationTimestamp', 'null') as reason, doc::varchar as record

@@ -2,8 +2,8 @@
 -- Scheduler and KEDA events often carry only eventTime: fall back eventTime → lastTimestamp →
 -- metadata.creationTimestamp (reference/kubernetes-lifecycle.md).
 -- Each document is parsed once (json_transform into a struct), not once per field.
--- incremental: key (cluster, event_uid) order (try_cast(resource_version as hugeint) desc nulls last, source_file desc, record_no desc)
--- (that header is the dedupe: the build keeps one row per key, the first in that order)
+-- (its `incremental` setting, sql/staging/_models.toml, is the dedupe: the build keeps one row
+-- per key, the first in that order)
 with source as materialized (
     select
         cluster, uid, resource_version, source_file, record_no,

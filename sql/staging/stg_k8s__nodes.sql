@@ -1,6 +1,6 @@
 -- grain: one row per distinct Node version (cluster, node_uid, resource_version).
--- incremental: key (cluster, node_uid, resource_version) order (source_file, record_no)
--- (that header is the dedupe: the build keeps one row per key, the first in that order)
+-- (its `incremental` setting, sql/staging/_models.toml, is the dedupe: the build keeps one row
+-- per key, the first in that order)
 with source as (
     select * from raw.k8s_objects where kind = 'Node'
 ),

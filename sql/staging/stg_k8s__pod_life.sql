@@ -2,7 +2,6 @@
 -- int_k8s__workloads folds it ([created, window end)), with its GPUs and its own PodScheduled
 -- time; sql/scope/ reads it to decide which pods a windowed run needs. Refolded only for the
 -- pods a run's new files touched.
--- incremental: recompute key (cluster, pod_uid) from stg_k8s__pods
 with final as (
     select
         cluster,

@@ -3,13 +3,13 @@
 -- Each document is parsed once (json_transform into a struct), not once per field, and every
 -- field it needs comes out typed (metadata, the GPU limits): nothing is parsed a second time
 -- (`labels: null` and no labels both stage as NULL; every reader takes keys of them with ->>).
--- incremental: key (cluster, pod_uid, resource_version) order (source_file, record_no)
--- (that header is the dedupe: the build keeps one row per key, the first in that order;
+-- (its `incremental` setting, sql/staging/_models.toml, is the dedupe: the build keeps one row
+-- per key, the first in that order;
 -- a version landed again with the same document is dropped before parsing, below, which keeps
 -- the same rows: the first valid row of a key is the first of its own document's rows)
--- bounds: key (cluster, pod_uid) span (created_at)
--- (meta.bounds__stg_k8s__pods: when each pod's versions were created, first and last, so that
--- refolding stg_k8s__pod_life for the pods a run touched reads only those row groups)
+-- (its `bounds` setting keeps meta.bounds__stg_k8s__pods: when each pod's versions were
+-- created, first and last, so that refolding stg_k8s__pod_life for the pods a run touched
+-- reads only those row groups)
 with versions as materialized (
     -- no documents here (a CTE read three times is kept in memory): keys and a hash of each
     select cluster, uid, source_file, record_no, hash(doc) as doc_hash,

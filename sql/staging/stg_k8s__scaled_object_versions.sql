@@ -4,8 +4,8 @@
 -- lastActiveTime + cooldownPeriod has passed (kedacore/keda pkg/scaling/executor/
 -- scale_scaledobjects.go, scaleToZeroOrIdle); a later activation moves it past the earlier
 -- deactivation, so one version (the latest) cannot date every scale to zero.
--- incremental: key (cluster, namespace, name, resource_version) order (source_file, record_no)
--- (that header is the dedupe: the build keeps one row per key, the first in that order)
+-- (its `incremental` setting, sql/staging/_models.toml, is the dedupe: the build keeps one row
+-- per key, the first in that order)
 with source as (
     select * from raw.k8s_objects where kind = 'ScaledObject'
 ),

@@ -1,6 +1,6 @@
 -- grain: one row per KEDA ScaledObject / ScaledJob (cluster, kind, namespace, name), latest version.
--- incremental: key (cluster, kind, namespace, name) order (try_cast(resource_version as hugeint) desc nulls last, source_file desc, record_no desc)
--- (that header is the dedupe: the build keeps one row per key, the first in that order)
+-- (its `incremental` setting, sql/staging/_models.toml, is the dedupe: the build keeps one row
+-- per key, the first in that order)
 -- cooldownPeriod is KEDA's and only for a ScaledObject's 1 → 0 (a ScaledJob has none); N → 1 is
 -- the HPA's, held by behavior.scaleDown.stabilizationWindowSeconds, 300 s when unset
 -- (k8s.io/api autoscaling/v2 HPAScalingRules: "For scale down: 300").

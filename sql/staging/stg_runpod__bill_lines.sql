@@ -1,7 +1,6 @@
 -- grain: one row per landed Runpod pod/serverless/network-volume billing record (every pull of
 -- every bucket, duplicates included): what settlement, restatements and duplicate-billing
 -- checks need, typed once so that those models do not parse the bill's JSON again every run.
--- incremental: append
 with final as (
     select
         source,

@@ -1,10 +1,9 @@
 -- grain: one row per serverless job record (endpoint_id, job_id), as the submitter recorded /status.
 -- Each document is parsed once (json_transform into a struct), not once per field.
--- incremental: key (endpoint_id, job_id) order (source_file desc, record_no desc)
--- (that header is the dedupe: the build keeps one row per key, the first in that order)
--- bounds: key (endpoint_id, worker_id) span (completed_at)
--- (meta.bounds__stg_runpod__jobs: when each worker's jobs completed, first and last, for
--- sql/scope/stg_runpod__jobs.sql; completed_at is never null here)
+-- (its `incremental` setting, sql/staging/_models.toml, is the dedupe: the build keeps one row
+-- per key, the first in that order)
+-- (its `bounds` setting keeps meta.bounds__stg_runpod__jobs: when each worker's jobs
+-- completed, first and last, for sql/scope/stg_runpod__jobs.sql; completed_at is never null)
 with source as materialized (
     select
         source_file,

@@ -1,8 +1,8 @@
 -- grain: one row per pod and billing bucket, from v2 (/v2/billing/pods) and saved v1 arrays.
 -- v2 carries amounts only; v1 carries billed compute milliseconds and the disk GB billed (observed
 -- spelled diskSpaceBilledGb and diskSpaceBilledGB). The latest pull of a bucket wins.
--- incremental: key (pod_id, bucket_start) order (pulled_at desc nulls last, source_file desc, record_no desc)
--- (that header is the dedupe: the build keeps one row per key, the first in that order)
+-- (its `incremental` setting, sql/staging/_models.toml, is the dedupe: the build keeps one row
+-- per key, the first in that order)
 with v2 as (
     select
         doc ->> '$.podId' as pod_id,

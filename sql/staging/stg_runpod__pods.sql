@@ -1,5 +1,4 @@
 -- grain: one row per pod inventory snapshot (/v2/pods item at pulled_at).
--- incremental: append
 with source as (
     select * from raw.runpod_inventory where inventory_kind = 'pods'
 ),

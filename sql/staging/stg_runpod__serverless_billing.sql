@@ -1,6 +1,5 @@
 -- grain: one row per serverless endpoint and billing bucket (/v2/billing/serverless); latest pull wins.
 -- (a bucket is its parsed start: two spellings of one instant are one bucket)
--- incremental: key (endpoint_id, bucket_start) order (pulled_at desc nulls last, source_file desc, record_no desc)
 with source as (
     select * from raw.runpod_billing where source = 'v2_serverless'
 ),

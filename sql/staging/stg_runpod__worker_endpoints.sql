@@ -8,7 +8,7 @@
 --   the file's path (stg_runpod__worker_snapshots.path_endpoint_id), when some input knows that
 --     id as an endpoint (inventory, serverless bills, rates, these workers' job records, workers
 --     that name theirs): a folder such as runpod/ is no endpoint.
--- Built whole every run (no incremental header): what ties a worker may land after it (a later
+-- Built whole every run (no `incremental` setting): what ties a worker may land after it (a later
 -- day's job records), and only a rebuild sees that. It reads the unnamed workers' rows and the
 -- job records completed since the first of them started: with none (the connector's files name
 -- their endpoint) it reads nothing; with some, every run reads those jobs again.

@@ -5,8 +5,6 @@
 -- returns it, whose endpoint is only in the URL. path_endpoint_id: then the endpoint the file's
 -- path may name (…/<endpointId>/workers.json, <endpointId>-workers.json, workers_<endpointId>.json);
 -- stg_runpod__worker_endpoints decides whether it is one.
--- incremental: append
--- bounds: key (endpoint_id, worker_id) span (pulled_at)
 with source as materialized (
     select
         endpoint_id,

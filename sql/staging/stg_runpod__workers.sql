@@ -2,8 +2,6 @@
 -- endpoint_id NULL: workers responses that do not name their endpoint (one row per worker id;
 -- stg_runpod__worker_endpoints ties it to one).
 -- Refolded only for the workers a run's new snapshots name.
--- incremental: recompute key (endpoint_id, worker_id) from stg_runpod__worker_snapshots
--- bounds: key (endpoint_id, worker_id) span (last_seen_at) within (pulled_at)
 with final as (
     select
         endpoint_id,
