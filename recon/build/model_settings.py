@@ -137,7 +137,7 @@ def _incremental(value, where: str, models: set[str]) -> Spec:
                             f"{', '.join(map(repr, STRATEGIES))}, got {got!r}")
     strategy = value["strategy"]
     required, optional = STRATEGIES[strategy]
-    t = _table(value, f"{where} (strategy {strategy!r})", ("strategy",) + required, optional)
+    t = _table(value, f"{where} (strategy {strategy!r})", ("strategy", *required), optional)
     if strategy == "append":
         return Spec(None, None)
     key = _columns(t["key"], f"{where}.key")
