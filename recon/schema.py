@@ -128,6 +128,18 @@ MARTS: dict[str, dict] = {
             "seconds": "Seconds at issue",
             "amount_at_stake": "Money at stake (USD)",
             "message": "A sentence naming the evidence and the threshold",
+            "namespace": "Kubernetes namespace of the workload the finding is about: the pod's (STARTUP_BUDGET_EXCEEDED, "
+                         "UNSCHEDULABLE_GPU), the last workload before the tail (BILLED_AFTER_EXIT), the ScaledObject's "
+                         "(SCALE_TO_ZERO_LATE), the workloads' when they all share one owner (ACTIVITY_WITHOUT_BILLING); "
+                         "NULL where no workload explains the money",
+            "owner_kind": "Kind of the KEDA object that owns that workload (`ScaledObject` or `ScaledJob`, by the name "
+                          "rule of intermediate.int_k8s__pod_owners); NULL when none of the input owns it or no workload "
+                          "explains the finding",
+            "owner_name": "Name of that owner (in `namespace`); NULL with `owner_kind`",
+            "team": "The workload's team label (`mapping.team_label`). NULL, never a marker, where no workload explains "
+                    "the money (BILLED_WITHOUT_ACTIVITY, BILLED_EXCEEDS_RUNTIME, DUPLICATE_BILLING, RATE_MISMATCH, "
+                    "RATE_MISSING, STORAGE_LINGERING, SERVERLESS_IDLE_EXCESS, savings plans, the balance) or the pod "
+                    "has no such label: a group by team keeps that money apart as its own NULL group",
         },
     },
     "rates": {

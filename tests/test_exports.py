@@ -166,10 +166,14 @@ def test_findings_csv_is_the_mart(month_export, day):
     con = month_export["con"]
     rows, text = read_csv(month_export["out"] / f"findings_{day}.csv")
     assert text.splitlines()[0] == ",".join(exports.FINDINGS_COLUMNS)
-    mart = con.execute("select finding_id, amount_at_stake, window_start from marts.findings "
-                       "where day = ? order by amount_at_stake desc, finding_id",
+    assert exports.FINDINGS_COLUMNS[-4:] == ("namespace", "owner_kind", "owner_name", "team")
+    mart = con.execute("select finding_id, amount_at_stake, window_start, namespace, owner_kind, owner_name, "
+                       "team from marts.findings where day = ? order by amount_at_stake desc, finding_id",
                        [date.fromisoformat(day)]).fetchall()
     assert [(r["finding_id"], Decimal(r["amount_at_stake"])) for r in rows] == [m[:2] for m in mart]
+    # the owner columns come last, an empty cell where the mart has NULL
+    assert [tuple(r[c] for c in ("namespace", "owner_kind", "owner_name", "team")) for r in rows] == \
+        [tuple("" if v is None else v for v in m[3:]) for m in mart]
     for r, m in zip(rows, mart):
         assert TS_RE.fullmatch(r["window_start"])
         assert r["window_start"] == m[2].strftime("%Y-%m-%dT%H:%M:%S.") + \

@@ -54,6 +54,9 @@ FINDINGS_SPEC = (
     ("finding_id", "str"), ("code", "str"), ("severity", "str"), ("resource_id", "str"),
     ("day", "date"), ("window_start", "ts"), ("window_end", "ts"), ("seconds", "seconds"),
     ("amount_at_stake", "money"), ("message", "str"),
+    # appended, so a reader by position keeps its columns: who the finding is about (empty where
+    # no workload explains it)
+    ("namespace", "str"), ("owner_kind", "str"), ("owner_name", "str"), ("team", "str"),
 )
 #: Stable column orders of the two daily CSV files (copy to the README).
 COSTS_COLUMNS = tuple(c for c, _ in COSTS_SPEC)

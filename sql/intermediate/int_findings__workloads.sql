@@ -1,5 +1,7 @@
 -- grain: one row per finding about workloads: STARTUP_BUDGET_EXCEEDED, UNSCHEDULABLE_GPU,
--- SCALE_TO_ZERO_LATE. Columns as marts.findings before ids (code … ms, amount_at_stake, message).
+-- SCALE_TO_ZERO_LATE. Columns as marts.findings before ids (code … ms, amount_at_stake, message),
+-- then the owner (namespace, owner_kind, owner_name, team): of the pod the finding is about
+-- (intermediate.int_k8s__pod_owners), for SCALE_TO_ZERO_LATE the ScaledObject that scaled late.
 with versions as (
     select * from staging.stg_k8s__pods
 ),
@@ -39,8 +41,11 @@ startup_budget as (
         'Pod ' || b.namespace || '/' || b.pod_name || ' on node ' || b.node_name || ' took longer to start than its'
             || ' startup probe allows (failureThreshold × periodSeconds = ' || b.budget_s || ' s): the probe killed it '
             || b.restarts || ' time(s), wasting ' || (b.killed_ms // 1000) || ' s of billed GPU time on '
-            || b.gpus || ' GPU(s) before it started for good.' as message
+            || b.gpus || ' GPU(s) before it started for good.' as message,
+        o.namespace, o.owner_kind, o.owner_name, o.team
     from budget b
+    left join intermediate.int_k8s__pod_owners o
+      on o.cluster is not distinct from b.cluster and o.pod_uid = b.pod_uid
     left join intermediate.int_runpod__pod_rates r on r.pod_id = b.resource_id
     left join intermediate.int_resource__gpu_capacity c using (resource_id)
 ),
@@ -58,9 +63,12 @@ failed_scheduling as (
 ),
 
 pending as (
-    select f.*, coalesce(w.scheduled_at, w.deleted_at, w.window_end_at, f.last_at) as pending_until
+    select f.*, coalesce(w.scheduled_at, w.deleted_at, w.window_end_at, f.last_at) as pending_until,
+           o.owner_kind, o.owner_name, o.team
     from failed_scheduling f
     left join intermediate.int_k8s__workloads w using (cluster, pod_uid)
+    left join intermediate.int_k8s__pod_owners o
+      on o.cluster is not distinct from f.cluster and o.pod_uid = f.pod_uid
 ),
 
 unschedulable as (
@@ -74,25 +82,30 @@ unschedulable as (
         'Pod ' || p.namespace || '/' || p.pod_name || ' stayed Pending (' || p.attempts
             || ' FailedScheduling event(s): "' || p.message || '") while ' || count(distinct s.resource_id)
             || ' GPU node(s) were billed (' || string_agg(distinct s.resource_id, ', ' order by s.resource_id)
-            || '). The money is in those nodes'' idle_gap rows, not counted again here.'
+            || '). The money is in those nodes'' idle_gap rows, not counted again here.',
+        p.namespace, p.owner_kind, p.owner_name, p.team
     from pending p
     join intermediate.int_resource__compute_sessions s
       on s.start_at < p.pending_until and s.end_at > p.first_at
     -- only GPU nodes of the pod's own cluster could have taken it
     semi join intermediate.int_k8s__node_resources r
       on r.resource_id = s.resource_id and r.cluster is not distinct from p.cluster
-    group by p.cluster, p.namespace, p.pod_name, p.first_at, p.pending_until, p.attempts, p.message
+    group by p.cluster, p.namespace, p.pod_name, p.first_at, p.pending_until, p.attempts, p.message,
+             p.owner_kind, p.owner_name, p.team
 ),
 
 bad_spec as (
     select
-        'UNSCHEDULABLE_GPU', 'warning', 'pod:' || namespace || '/' || pod_name,
-        cast(date_trunc('day', created_at) as date), created_at, created_at + interval 1 second, 0,
+        'UNSCHEDULABLE_GPU', 'warning', 'pod:' || w.namespace || '/' || w.pod_name,
+        cast(date_trunc('day', w.created_at) as date), w.created_at, w.created_at + interval 1 second, 0,
         cast(0 as decimal(38, 12)),
-        'Pod ' || namespace || '/' || pod_name || ' requests ' || gpus_requested || ' nvidia.com/gpu but limits '
-            || gpus || ': extended resources must have request = limit (or a limit alone), so it cannot be scheduled.'
-    from intermediate.int_k8s__workloads
-    where gpus_requested > 0 and gpus_requested <> gpus
+        'Pod ' || w.namespace || '/' || w.pod_name || ' requests ' || w.gpus_requested || ' nvidia.com/gpu but limits '
+            || w.gpus || ': extended resources must have request = limit (or a limit alone), so it cannot be scheduled.',
+        w.namespace, o.owner_kind, o.owner_name, w.team
+    from intermediate.int_k8s__workloads w
+    left join intermediate.int_k8s__pod_owners o
+      on o.cluster is not distinct from w.cluster and o.pod_uid = w.pod_uid
+    where w.gpus_requested > 0 and w.gpus_requested <> w.gpus
 ),
 
 late_deactivations as (
@@ -107,7 +120,7 @@ late_deactivations as (
 
 late_replicas as (
     -- the target's replicas that lived through the delay: each is billed [due, deactivated)
-    select d.*, w.resource_id, w.pod_name, w.gpus,
+    select d.*, w.resource_id, w.pod_name, w.gpus, w.team,
            greatest(w.scheduled_at, d.due_at) as late_from,
            least(w.window_end_at, d.deactivated_at) as late_until
     from late_deactivations d
@@ -133,7 +146,10 @@ scale_to_zero as (
             || ' s + scale_to_zero_tolerance_seconds ' || cfg_int('scale_to_zero_tolerance_seconds') || ' s. '
             || count(*) || ' replica(s) of ' || any_value(l.namespace) || '/' || any_value(l.target_name)
             || ' ran on ' || l.resource_id || ' through the delay: '
-            || ((sum(epoch_ms(l.late_until) - epoch_ms(l.late_from))) // 1000) || ' s billed.'
+            || ((sum(epoch_ms(l.late_until) - epoch_ms(l.late_from))) // 1000) || ' s billed.',
+        -- the ScaledObject whose cooldown and polling made the delay owns it, not its Deployment;
+        -- its replicas' team (the least, should they differ, so that runs agree)
+        l.namespace, 'ScaledObject', l.name, min(l.team)
     from late_replicas l
     left join intermediate.int_runpod__pod_rates r on r.pod_id = l.resource_id
     left join intermediate.int_resource__gpu_capacity c using (resource_id)

@@ -11,19 +11,16 @@
 --   kedacore/keda#6844), also before the pod's end; after it, the node's scale-down;
 -- * no ScaledObject or ScaledJob of the input owns it: KEDA's default cooldownPeriod
 --   (keda_cooldown_seconds) is allowed after the task as well, so a scaler unseen is not blamed.
--- A pod is a ScaledJob's when its name starts with the ScaledJob's name and a '-' (KEDA names
--- the Jobs after it, and a Job's pods after the Job), a replica when it starts with the
--- ScaledObject's scaleTargetRef name and a '-' (Deployment → ReplicaSet → pod names); the
--- longest such name wins.
+-- Which ScaledObject or ScaledJob owns a pod: intermediate.int_k8s__pod_owners (its name rule).
+-- The last pod's namespace, owner and team are kept: marts.findings names them on the tail's
+-- BILLED_AFTER_EXIT.
 with sessions as (
     select * from intermediate.int_resource__session_context
     where mapped and workloads > 0 and last_finished_at < end_at
 ),
 
 objects as (
-    -- the longest matching name owns the pod; kind and name break a tie of lengths
-    select *, row(length(coalesce(target_name, name)), kind, name) as rank_key
-    from staging.stg_k8s__scaled_objects
+    select * from staging.stg_k8s__scaled_objects
 ),
 
 last_pod as (
@@ -31,6 +28,7 @@ last_pod as (
     -- order, so the same files name the same pod on every run
     select s.session_id,
            arg_max(w.cluster, row(w.pod_name, w.namespace, w.cluster)) as cluster,
+           arg_max(w.pod_uid, row(w.pod_name, w.namespace, w.cluster)) as pod_uid,
            arg_max(w.namespace, row(w.pod_name, w.namespace, w.cluster)) as namespace,
            arg_max(w.pod_name, row(w.pod_name, w.namespace, w.cluster)) as pod_name,
            min(w.node_name) as node_name,
@@ -41,19 +39,21 @@ last_pod as (
     group by s.session_id
 ),
 
-owners as (
-    select l.session_id,
-           arg_max(o.kind, o.rank_key) as owner_kind,
-           arg_max(o.namespace || '/' || o.name, o.rank_key) as owner,
-           arg_max(o.name, o.rank_key) as owner_name,
-           arg_max(o.cooldown_seconds, o.rank_key) as cooldown_seconds,
-           arg_max(o.stabilization_seconds, o.rank_key) as stabilization_seconds
+pod_owners as (
+    select l.session_id, p.team, p.owner_kind, p.owner_name
     from last_pod l
+    join intermediate.int_k8s__pod_owners p
+      on p.cluster is not distinct from l.cluster and p.pod_uid = l.pod_uid
+),
+
+owners as (
+    select p.session_id, p.owner_kind, o.namespace || '/' || o.name as owner, p.owner_name,
+           o.cooldown_seconds, o.stabilization_seconds
+    from pod_owners p
+    join last_pod l using (session_id)
     join objects o
       on o.cluster is not distinct from l.cluster and o.namespace = l.namespace
-     and ((o.kind = 'ScaledJob' and starts_with(l.pod_name, o.name || '-'))
-          or (o.kind = 'ScaledObject' and starts_with(l.pod_name, o.target_name || '-')))
-    group by l.session_id
+     and o.kind = p.owner_kind and o.name = p.owner_name
 ),
 
 scaled_to_zero as (
@@ -79,6 +79,7 @@ classified as (
              when o.owner_kind = 'ScaledObject' then 'hpa_scale_in'
              else 'unknown' end as scaler,
         o.owner, z.deactivated_at,
+        l.cluster, l.namespace, o.owner_kind, o.owner_name, p.team,
         case when o.owner_kind = 'ScaledObject' then o.cooldown_seconds
              when o.owner_kind is null then cfg_int('keda_cooldown_seconds') end as cooldown_seconds,
         o.stabilization_seconds,
@@ -86,6 +87,7 @@ classified as (
         cfg_int('tail_tolerance_seconds') as tolerance_seconds
     from sessions s
     join last_pod l using (session_id)
+    left join pod_owners p using (session_id)
     left join owners o using (session_id)
     left join scaled_to_zero z using (session_id)
 ),

@@ -4,6 +4,11 @@
 -- One wasted second is money in one finding: BILLED_AFTER_EXIT stops where the node's observed
 -- life ends (BILLED_EXCEEDS_RUNTIME takes the rest); UNSCHEDULABLE_GPU carries no money (the
 -- idle nodes' idle_gap holds it); RATE_MISMATCH is price, not time.
+-- Who a finding is about (namespace, owner_kind, owner_name, team, the last columns): the pod's
+-- for a pod's finding; the last workload's for a tail (BILLED_AFTER_EXIT); the ScaledObject's
+-- for SCALE_TO_ZERO_LATE; the workloads' for ACTIVITY_WITHOUT_BILLING when they all agree. NULL
+-- where no workload explains the money (no node life, the bill itself, storage, serverless,
+-- commitments, the account), never spread over teams: a group by team keeps it apart.
 with settings as (
     select
         cfg_int('storage_lingering_age_seconds') as lingering_age_s,
@@ -39,7 +44,9 @@ after_exit as (
             || s.allowed_seconds || ' s (' || s.allowed_parts || '): '
             -- the finding's seconds, said in words (the table's seconds were not the message's)
             || ((epoch_ms(s.end_at) - epoch_ms(s.allowed_until)) // 1000) || ' s billed beyond it.'
-            as message
+            as message,
+        -- the last workload's: its owner's setting (or the node scale-down after it) allowed the tail
+        s.namespace, s.owner_kind, s.owner_name, s.team
     from tails s
 ),
 
@@ -116,11 +123,18 @@ activity_without_billing as (
              - epoch_ms(min(greatest(x.scheduled_at, w.day::timestamptz)))) / 3600000 as decimal(38, 12)),
         count(distinct x.pod_uid) || ' GPU workload(s) ran on node ' || min(x.node_name) || ' (resource '
             || w.resource_id || ') on ' || w.day || ' but the bill has no compute line for it that day'
-            || ' (late or missing export); amount at stake uses the inventory or rate-card rate.'
+            || ' (late or missing export); amount at stake uses the inventory or rate-card rate.',
+        -- the workloads' owner when they all share one; of several, none is picked
+        case when count(distinct row(x.namespace, o.owner_kind, o.owner_name, x.team)) = 1 then min(x.namespace) end,
+        case when count(distinct row(x.namespace, o.owner_kind, o.owner_name, x.team)) = 1 then min(o.owner_kind) end,
+        case when count(distinct row(x.namespace, o.owner_kind, o.owner_name, x.team)) = 1 then min(o.owner_name) end,
+        case when count(distinct row(x.namespace, o.owner_kind, o.owner_name, x.team)) = 1 then min(x.team) end
     from work_days w
     join intermediate.int_resource__workloads x
       on x.resource_id = w.resource_id and x.scheduled_at < w.day::timestamptz + interval 1 day
      and x.window_end_at > w.day::timestamptz
+    left join intermediate.int_k8s__pod_owners o
+      on o.cluster is not distinct from x.cluster and o.pod_uid = x.pod_uid
     left join intermediate.int_runpod__pod_rates r on r.pod_id = w.resource_id
     left join (select distinct pod_id as resource_id, cast(date_trunc('day', bucket_start) as date) as day
                from intermediate.int_runpod__pod_buckets where compute_ms > 0 or compute_usd > 0) b
@@ -178,16 +192,21 @@ rate_missing as (
     where rate_per_second is null and worker_usd > 0
 ),
 
-unioned as (
-    select * from after_exit
-    union all select * from lingering
+-- no workload's: the owner columns are NULL (namespace, owner_kind, owner_name, team)
+unowned as (
+    select * from lingering
     union all select * from idle_excess
     union all select * from without_activity
-    union all select * from activity_without_billing
     union all select * from rate_missing
-    union all select * from intermediate.int_findings__workloads
     union all select * from intermediate.int_findings__billing
     union all select * from intermediate.int_findings__commitments
+),
+
+unioned as (
+    select * from after_exit
+    union all select * from activity_without_billing
+    union all select * from intermediate.int_findings__workloads
+    union all select *, null::varchar, null::varchar, null::varchar, null::varchar from unowned
 ),
 
 final as (
@@ -197,7 +216,8 @@ final as (
         code, severity, resource_id, day, window_start, window_end,
         cast(ms * 0.001::decimal(18, 3) as decimal(18, 3)) as seconds,
         cast(coalesce(amount_at_stake, 0) as decimal(38, 12)) as amount_at_stake,
-        message
+        message,
+        namespace, owner_kind, owner_name, team
     from unioned
 )
 

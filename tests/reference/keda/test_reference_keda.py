@@ -89,6 +89,32 @@ def test_a_scaledjobs_node_tail_is_the_node_scale_down_not_a_cooldown(tmp_path):
     assert "KEDA cooldownPeriod 300 s" not in msg
 
 
+def owners(case: str, tmp_path) -> list[tuple]:
+    db = tmp_path / f"{case}.duckdb"
+    run(HERE / case, db)
+    con = connect(db, read_only=True)
+    try:
+        return con.execute("select code, resource_id, namespace, owner_kind, owner_name, team "
+                           "from marts.findings order by code, resource_id").fetchall()
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize(("case", "want"), [
+    # late/scaledobjects-watch.jsonl: ScaledObject ml-serve/llm targets Deployment llm, whose
+    # replica llm-6d8f9c7b5-… (late/pods-watch.jsonl) carries team=search. The delay is the
+    # ScaledObject's (its cooldownPeriod and pollingInterval), so the ScaledObject owns it.
+    ("late", ("SCALE_TO_ZERO_LATE", "rpa1llm", "ml-serve", "ScaledObject", "llm", "search")),
+    # scaledjob/scaledjobs.json: ScaledJob ml-batch/embed; its Job embed-x7k2p's pod
+    # (scaledjob/pods-watch.jsonl) carries team=nlp and ended the node's last task.
+    ("scaledjob", ("BILLED_AFTER_EXIT", "rpc3emb", "ml-batch", "ScaledJob", "embed", "nlp")),
+    # hpa-scale-in: the tail after replica q7m4w, a replica of ScaledObject ml-serve/llm's target
+    ("hpa-scale-in", ("BILLED_AFTER_EXIT", "rpb2llm", "ml-serve", "ScaledObject", "llm", "search")),
+])
+def test_a_finding_names_the_owner_whose_setting_caused_it(case, want, tmp_path):
+    assert owners(case, tmp_path) == [want]
+
+
 @pytest.mark.parametrize("case", ["late", "timely", "hpa-scale-in", "scaledjob"])
 def test_every_file_of_the_corpus_cites_its_source(case):
     readme = (HERE / "README.md").read_text(encoding="utf-8")
