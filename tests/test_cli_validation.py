@@ -210,3 +210,28 @@ def test_a_locked_warehouse_or_a_full_disk_is_one_line_and_exit_1(sim_run, tmp_p
     r = CliRunner().invoke(app, ["run", "--input", str(sim_run["root"] / "input"),
                                  "--db", str(tmp_path / "w.duckdb")])
     assert isinstance(r.exception, ZeroDivisionError)
+
+
+def test_a_query_run_in_process_leaves_the_files_other_connections_unlocked(sim_run, tmp_path):
+    """`recon query` locks its configuration; DuckDB shares one database instance among a
+    process's connections to a file, so with the file opened directly the lock reached every
+    other connection still open on it (the marts fixture's `set TimeZone` then failed)."""
+    import shutil
+
+    import duckdb
+
+    db = tmp_path / "recon.duckdb"
+    shutil.copy(sim_run["db"], db)
+    other = duckdb.connect(str(db), read_only=True)
+    try:
+        r = CliRunner().invoke(app, ["query", "--db", str(db), "--format", "csv",
+                                     "select count(*) as n from marts.resource_day"])
+        assert r.exit_code == 0, r.output
+        assert int(r.output.splitlines()[1]) > 0
+        r = CliRunner().invoke(app, ["query", "--db", str(db), "--format", "csv",
+                                     "select count(*) as n from recon.marts.findings"])
+        assert r.exit_code == 0 and int(r.output.splitlines()[1]) > 0, r.output
+        other.execute("set TimeZone = 'UTC'")  # raised "the configuration has been locked"
+        assert other.execute("select current_setting('lock_configuration')").fetchone()[0] is False
+    finally:
+        other.close()

@@ -31,13 +31,40 @@ def query(sql: str = typer.Argument(..., help="SQL to run (read-only)"),
     """
     if format not in ("table", "csv", "json"):
         _fail(f"--format {format!r}: expected table, csv or json")
-    con = _open_db(db)
-    # closed before the command returns: the lock holds for the database instance, which
-    # DuckDB shares among the connections of one process to the same file
+    con = _open_isolated(db)
     try:
         _query(con, sql, format, allow_files)
     finally:
         con.close()
+
+
+def _open_isolated(db: Path):
+    """The warehouse attached read-only to a DuckDB instance of its own.
+
+    `lock_down` locks the configuration of a whole database instance, and DuckDB shares one
+    instance among every connection of a process to the same file: a query run in-process
+    (a notebook, a test, a service calling the CLI's app) would otherwise leave that file's
+    other connections unable to set anything, for as long as any of them stays open. An
+    in-memory instance with the file attached is this command's alone. The catalog keeps the
+    file's name, so `recon.marts.x` reads as it would with the file opened directly."""
+    import duckdb
+
+    from ..db import connect
+    from ..guard import busy
+
+    if not db.exists():
+        _fail(f"{db} does not exist; run `recon run` or `recon demo` first")
+    con = connect(None)
+    name = db.stem if db.stem.lower() not in ("memory", "system", "temp") else "warehouse"
+    quoted = '"' + name.replace('"', '""') + '"'
+    try:
+        con.execute(f"attach ? as {quoted} (read_only)", [str(db)])
+    except duckdb.Error as e:
+        con.close()
+        locked = busy(e, db)
+        _fail(str(locked) if locked is not None else f"{db}: {e}", code=1 if locked else 2)
+    con.execute(f"use {quoted}")
+    return con
 
 
 def _query(con, sql: str, format: str, allow_files: bool) -> None:
