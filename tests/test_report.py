@@ -89,7 +89,8 @@ def expected_metrics(con, day: str) -> dict:
         "day": day, "billed": c(billed), "expected": c(expected), "findings": str(n),
         "at_stake": c(stake), "at_stake_outside_bill": c(outside), "work": c(g("busy", "execution")), "startup": c(g("startup", "cold_start")),
         "tail": c(g("tail")), "storage_unused": c(g("storage_lingering") + nv),
-        "serverless_idle": c(g("idle", "rounding")), "idle_unobserved": c(g("idle_gap", "unobserved")),
+        "serverless_idle": c(g("idle", "rounding")), "idle_gap": c(g("idle_gap")),
+        "unobserved": c(g("unobserved")),
         "storage_in_use": c(g("storage_running", "network_volume") - nv),
         "week_billed": c(week), "prev_week_billed": c(prev),
     }
@@ -130,9 +131,34 @@ def test_page_numbers_equal_the_marts(page):
     check_page(metrics(page["html"]), page["want"])
     # the split adds up to the bill (to the cent, allowing one cent per part for rounding)
     parts = [Decimal(page["want"]["single"][k]) for k in (
-        "work", "startup", "tail", "storage_unused", "serverless_idle", "idle_unobserved",
+        "work", "startup", "tail", "storage_unused", "serverless_idle", "idle_gap", "unobserved",
         "storage_in_use")]
-    assert abs(sum(parts) - Decimal(page["want"]["single"]["billed"])) <= Decimal("0.07")
+    assert abs(sum(parts) - Decimal(page["want"]["single"]["billed"])) <= Decimal("0.08")
+
+
+def test_idle_between_jobs_and_unobserved_are_two_lines(page, sim_run):
+    """Nodes waiting between jobs and billed compute no workload explains are two causes: each
+    has its line, bar part and colour, and the two hold what one merged line held."""
+    h, w = page["html"], page["want"]["single"]
+    assert "Idle gap + unobserved" not in h
+    rows = {label: colour for colour, label in re.findall(
+        r'<tr><td><span class="sw" style="background:(#[0-9a-f]{6})"></span>([^<]+)</td>', h)}
+    assert rows["Idle between jobs"] == "#9e9e9e"
+    assert rows["Unobserved: billed, no workload seen"] == "#6d4c41"
+    assert len(set(rows.values())) == len(rows)  # every line its own colour
+    con = duckdb.connect(str(sim_run["db"]), read_only=True)
+    try:
+        merged = con.execute("select sum(amount) from marts.billed_segments where day = ? and "
+                             "category in ('idle_gap', 'unobserved')", [date.fromisoformat(DAY)]
+                             ).fetchone()[0]
+    finally:
+        con.close()
+    gap, unobserved = Decimal(w["idle_gap"]), Decimal(w["unobserved"])
+    assert gap > 0 and unobserved > 0
+    # each is rounded to the cent on its own
+    assert abs(gap + unobserved - merged) <= Decimal("0.01")
+    for title in ("Idle between jobs", "Unobserved: billed, no workload seen"):
+        assert f"<title>{title}: $" in h
     # the day has money at stake outside its bill (the simulated savings plan covers nothing on
     # it), and the page says how much of the total that is
     w = page["want"]["single"]
