@@ -77,24 +77,9 @@ SUMMARY_METRICS = {
 OUTSIDE_BILL_CODES = ("SAVINGS_PLAN_UNUSED", "ACTIVITY_WITHOUT_BILLING", "BALANCE_BELOW_ONE_HOUR")
 
 
-#: metrics sql/queries/pipeline__summary.sql sums as one column → their parts in SUMMARY_METRICS,
-#: which `_summary_sql` sums on their own in its place
-SQL_MERGED = {"idle_unobserved": ("idle_gap", "unobserved")}
-
-
 def _summary_sql() -> str:
-    """sql/queries/pipeline__summary.sql with each column of SQL_MERGED replaced by its parts:
-    its columns are SUMMARY_METRICS' (a test holds them)."""
-    merged = [c for m in SQL_MERGED for c in (m, f"{m}_seconds")]
-    parts = [(p, SUMMARY_METRICS[p]) for ps in SQL_MERGED.values() for p in ps]
-    sums = ",\n        ".join(
-        f"coalesce(sum({col}) filter (where category in ({', '.join(repr(c) for c in cats)})), 0) "
-        f"as {p}{suffix}" for p, cats in parts for col, suffix in (("amount", ""), ("seconds", "_seconds")))
-    names = ", ".join(f"coalesce(split.{p}{s}, 0) as {p}{s}" for p, _ in parts for s in ("", "_seconds"))
-    return (f"with summary as (\n{query('pipeline__summary')}\n),\n\nsplit as (\n"
-            f"    select day,\n        {sums}\n    from marts.billed_segments\n    group by day\n)\n\n"
-            f"select summary.* exclude ({', '.join(merged)}), {names}\n"
-            f"from summary\nleft join split using (day)\norder by day")
+    """sql/queries/pipeline__summary.sql: its columns are SUMMARY_METRICS' (a test holds them)."""
+    return query("pipeline__summary")
 
 
 def summarise(con) -> list[dict]:
