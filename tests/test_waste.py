@@ -2,6 +2,7 @@
 reference cases (tests/reference/keda/: $3.60 an hour = $0.001 a second, one GPU per node), and
 tied to the bill on the simulated fleet."""
 
+import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -20,8 +21,11 @@ def usd(seconds: int) -> Decimal:
 
 
 def waste(case: str, tmp_path) -> list[tuple]:
-    db = tmp_path / f"{case}.duckdb"
-    run(KEDA / case, db)
+    return waste_at(KEDA / case, tmp_path / f"{case}.duckdb")
+
+
+def waste_at(folder: Path, db: Path) -> list[tuple]:
+    run(folder, db)
     con = connect(db, read_only=True)
     try:
         return con.execute("select resource_id, cause, namespace, owner_kind, owner_name, team, seconds, amount "
@@ -88,3 +92,35 @@ def test_every_resource_day_ties_exactly_and_the_unattributed_share_is_stated(ma
     assert marts.execute("select count(*) from marts.waste where team <> '__unattributed__' "
                          "and namespace is null").fetchone() == (0,)
     print(f"__unattributed__: {unattributed:.2f} of {total:.2f} USD of waste ({unattributed / total:.1%})")
+
+
+def test_a_gap_between_two_owners_is_shared_by_their_gpu_seconds(tmp_path):
+    """The ScaledJob case with one more pod on node gpu-c before the Job's: tools/probe-…
+    (team vision, no KEDA owner) scheduled 08:59:00, Ready 08:59:10, finished 08:59:40. The
+    30 s gap to the Job's pod (scheduled 09:00:10) lies between two owners: vision held the GPU
+    40 s that day, ScaledJob embed 5390 s (09:00:10–10:30:00), so vision gets 30 × 40 / 5430 s
+    (220 ms, the cut's lost millisecond to the larger share) and $0.03 × 40 / 5430."""
+    case = tmp_path / "two-owners"
+    shutil.copytree(KEDA / "scaledjob", case)
+    watch = case / "pods-watch.jsonl"
+    lines = watch.read_text(encoding="utf-8").splitlines()
+    moved = {"09:00:10": "08:59:00", "09:00:20": "08:59:05", "09:01:00": "08:59:10", "10:30:00": "08:59:40"}
+    probe = []
+    for line in lines:
+        for a, b in moved.items():
+            line = line.replace(f"2026-06-01T{a}Z", f"2026-06-01T{b}Z")
+        line = (line.replace("embed-x7k2p", "probe-q1w2e").replace('"ml-batch"', '"tools"')
+                .replace('"team":"nlp"', '"team":"vision"').replace('"scaledjob.keda.sh/name":"embed",', "")
+                .replace('"resourceVersion":"300', '"resourceVersion":"200'))
+        probe.append(line)
+    watch.write_text("\n".join(probe + lines) + "\n", encoding="utf-8")
+    vision = ("tools", None, None, "vision")
+    nlp = ("ml-batch", "ScaledJob", "embed", "nlp")
+    want = [("rpc3emb", "startup", *UN, Decimal("60.000"), usd(60)),
+            ("rpc3emb", "startup", *vision, Decimal("10.000"), usd(10)),
+            ("rpc3emb", "idle_between_jobs", *vision, Decimal("0.220"), Decimal("0.000220994475")),
+            ("rpc3emb", "idle_between_jobs", *nlp, Decimal("29.780"), Decimal("0.029779005525")),
+            ("rpc3emb", "startup", *nlp, Decimal("50.000"), usd(50)),
+            ("rpc3emb", "tail_after_exit", *nlp, Decimal("900.000"), usd(900))]
+    got = waste_at(case, tmp_path / "two.duckdb")
+    assert sorted(got, key=str) == sorted(want, key=str)
