@@ -293,6 +293,21 @@ MARTS: dict[str, dict] = {
             "removed_at": "When it was deleted: its deletionTimestamp, else its creationTimestamp when a DELETED version carries none (UTC; NULL if no DELETED version)",
         },
     },
+    "waste": {
+        "grain": "one row per resource, UTC day, cause and owner (resource_id, day, cause, namespace, owner_kind, owner_name, team): every billed second that is not work",
+        "columns": {
+            "resource_id": "Runpod pod id, serverless endpoint id or network volume id",
+            "resource_kind": "`instance`, `serverless` or `network_volume`",
+            "day": "UTC day",
+            "cause": "Why the second was billed without work: keda_cooldown, hpa_scale_down, tail_after_exit (an instance's tail, by the session's scaler), startup, idle_between_jobs, bill_without_workload, unobserved, storage_lingering, network_volume_unused, serverless_idle, serverless_cold_start, or unreconciled (the bill beyond its segments, 0 seconds; docs/design.md, Waste)",
+            "namespace": "Namespace of the workload the waste belongs to (a tail: the session's last pod; startup: the pod starting; an idle gap: the workloads around it); NULL when unattributed",
+            "owner_kind": "`ScaledObject` or `ScaledJob` owning that workload (intermediate.int_k8s__pod_owners); NULL when none does or unattributed",
+            "owner_name": "Name of that owner (in `namespace`); NULL with `owner_kind`",
+            "team": "Team label of that workload (`__unallocated__` without one); `__unattributed__` when no owner explains the waste",
+            "seconds": "Billed seconds of that cause and owner (an idle gap shared between owners: their shares, to the millisecond)",
+            "amount": "The bill's money for those seconds (USD, exact decimals: a resource-day's waste plus its work equals resource_day.billed_amount)",
+        },
+    },
     "validation_results": {
         "grain": "one row per expectation checked per run (written by the validation step)",
         "columns": {

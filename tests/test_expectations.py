@@ -348,6 +348,18 @@ CASES = {
         f"{BETWEEN}(gpu_capacity)": set_("marts.nodes", "gpu_capacity = -1"),
         f"{GT}(removed_at, created_at)": set_("marts.nodes", "removed_at = created_at - interval 1 second"),
     },
+    "marts.waste": {
+        f"{NN}(resource_id)": null("marts.waste", "resource_id"),
+        f"{NN}(day)": null("marts.waste", "day"),
+        f"{NN}(team)": null("marts.waste", "team"),
+        f"{NN}(amount)": null("marts.waste", "amount"),
+        f"{IN_SET}(resource_kind)": set_("marts.waste", "resource_kind = 'cluster'"),
+        f"{IN_SET}(cause)": set_("marts.waste", "cause = 'busy'"),
+        f"{BETWEEN}(seconds)": set_("marts.waste", "seconds = -1"),
+    },
+    "tieout.waste": {  # waste money a cent off the bill
+        f"{BETWEEN}(difference)": set_("marts.waste", "amount = amount + 0.01"),
+    },
     "tieout.billed_seconds": {
         f"{BETWEEN}(difference)": set_(SEG, "seconds = seconds + 1", "category = 'busy'"),
         f"{BETWEEN}(amount_difference)": set_(RD, "billed_amount = billed_amount + 0.01"),
