@@ -76,7 +76,18 @@ def test_every_resource_day_ties_exactly_and_the_unattributed_share_is_stated(ma
     # every cause's waste, owned or not, ties to billed_segments' categories exactly
     by_cat = dict(marts.execute("select category, sum(amount) from marts.billed_segments group by all").fetchall())
     by_cause = dict(marts.execute("select cause, sum(amount) from marts.waste group by all").fetchall())
-    assert by_cause["idle_between_jobs"] == by_cat["idle_gap"]
+    # an idle gap or unobserved compute is bill_without_workload on a resource-day no GPU
+    # workload ran on, else idle_between_jobs / unobserved
+    assert (by_cause.get("idle_between_jobs", 0) + by_cause.get("unobserved", 0)
+            + by_cause.get("bill_without_workload", 0)) == by_cat["idle_gap"] + by_cat["unobserved"]
+    idle_days = marts.execute("""
+        select count(*) from marts.waste w
+        where w.cause = 'bill_without_workload' and exists (
+            select 1 from marts.workloads o where o.resource_id = w.resource_id
+            and o.scheduled_at < w.day::timestamptz + interval 1 day
+            and o.window_end_at > w.day::timestamptz)""").fetchone()[0]
+    assert idle_days == 0
+    assert by_cause["bill_without_workload"] > 0 and by_cause["idle_between_jobs"] > 0
     assert by_cause["startup"] == by_cat["startup"]
     assert (by_cause.get("keda_cooldown", 0) + by_cause.get("hpa_scale_down", 0)
             + by_cause.get("tail_after_exit", 0)) == by_cat["tail"]

@@ -4,9 +4,10 @@
 -- * instance `tail` → `keda_cooldown` when the session's last pod ended by KEDA's scale to zero
 --   (tail model scaler `scale_to_zero`), `hpa_scale_down` when by the HPA's N → 1
 --   (`hpa_scale_in`), else `tail_after_exit` (`scaled_job`, `unknown`: the node's scale-down);
--- * `startup` → `startup`; `idle_gap` → `idle_between_jobs`;
--- * instance `unobserved` → `bill_without_workload` when no GPU workload ran on the resource
---   that day, else `unobserved`; serverless `unobserved` → `unobserved`;
+-- * `startup` → `startup`;
+-- * instance `idle_gap` and `unobserved` → `bill_without_workload` when no GPU workload ran on
+--   the resource that day (a node up all day with nothing on it waits for no job), else
+--   `idle_between_jobs` and `unobserved`; serverless `unobserved` → `unobserved`;
 -- * `storage_lingering` → `storage_lingering`; a network volume's lingering share
 --   (marts.network_volume_lingering) → `network_volume_unused`;
 -- * serverless `idle` and `rounding` → `serverless_idle`; `cold_start` → `serverless_cold_start`;
@@ -161,15 +162,17 @@ instance_cause as (
                                               when 'hpa_scale_in' then 'hpa_scale_down'
                                               else 'tail_after_exit' end
                when 'startup' then 'startup'
-               when 'idle_gap' then 'idle_between_jobs'
+               when 'idle_gap' then
+                   case when g.worked_that_day then 'idle_between_jobs'
+                        else 'bill_without_workload' end
                when 'unobserved' then
-                   case when exists (select 1 from owned o
-                                     where o.resource_id = g.resource_id
-                                       and o.scheduled_at < g.day::timestamptz + interval 1 day
-                                       and o.window_end_at > g.day::timestamptz)
-                        then 'unobserved' else 'bill_without_workload' end
+                   case when g.worked_that_day then 'unobserved' else 'bill_without_workload' end
            end as cause
-    from waste_segments g
+    from (select g.*, exists (select 1 from owned o
+                              where o.resource_id = g.resource_id
+                                and o.scheduled_at < g.day::timestamptz + interval 1 day
+                                and o.window_end_at > g.day::timestamptz) as worked_that_day
+          from waste_segments g) g
     left join tail_model t using (session_id)
 ),
 
