@@ -135,3 +135,35 @@ def test_a_gap_between_two_owners_is_shared_by_their_gpu_seconds(tmp_path):
             ("rpc3emb", "tail_after_exit", *nlp, Decimal("900.000"), usd(900))]
     got = waste_at(case, tmp_path / "two.duckdb")
     assert sorted(got, key=str) == sorted(want, key=str)
+
+
+def test_recon_waste_sums_the_mart_by_each_dimension(sim_run):
+    """`recon waste --by X` gives every row of marts.waste once: its total is the mart's, for
+    each dimension, and the unattributed money is a row of its own."""
+    import re
+    from decimal import Decimal
+
+    import duckdb
+    from typer.testing import CliRunner
+
+    from recon.cli import app
+
+    con = duckdb.connect(str(sim_run["db"]), read_only=True)
+    try:
+        total, unattributed = con.execute(
+            "select sum(amount), sum(amount) filter (where team = '__unattributed__') "
+            "from marts.waste").fetchone()
+    finally:
+        con.close()
+    for by in ("team", "namespace", "owner", "cause"):
+        r = CliRunner().invoke(app, ["waste", "--db", str(sim_run["db"]), "--by", by],
+                               terminal_width=200)
+        assert r.exit_code == 0, r.output
+        shown = Decimal(re.search(r"Total waste: ([\d,.]+) USD", r.output).group(1).replace(",", ""))
+        assert shown == total.quantize(Decimal("0.01")), (by, shown, total)
+    r = CliRunner().invoke(app, ["waste", "--db", str(sim_run["db"]), "--by", "team"],
+                           terminal_width=200)
+    row = next(line for line in r.output.splitlines() if "__unattributed__" in line)
+    assert f"{unattributed:,.2f}" in row
+    r = CliRunner().invoke(app, ["waste", "--db", str(sim_run["db"]), "--by", "pod"])
+    assert r.exit_code == 2 and "expected team, namespace, owner, cause" in r.output

@@ -2,7 +2,7 @@
 
 `app` holds the Typer app and what the commands share; the commands live by what they work on:
 `inputs` (simulate, collect), `run` (run, demo, serve), `query` (query, quarantine, schema) and
-`outputs` (export, report, whatif, check). They are registered here, in the order `recon --help`
+`outputs` (export, report, whatif, waste, check). They are registered here, in the order `recon --help`
 lists them.
 """
 
@@ -22,6 +22,7 @@ app.command("report")(outputs.report_cmd)
 app.command("schema")(query.schema_cmd)
 app.command()(inputs.collect)
 app.command("whatif")(outputs.whatif_cmd)
+app.command("waste")(outputs.waste_cmd)
 app.command("check")(outputs.check_cmd)
 
 

@@ -1,5 +1,5 @@
-"""`recon export`, `recon report`, `recon whatif` and `recon check`: what a built day gives
-finance and the people who run the fleet."""
+"""`recon export`, `recon report`, `recon whatif`, `recon waste` and `recon check`: what a
+built day gives finance and the people who run the fleet."""
 
 from __future__ import annotations
 
@@ -133,6 +133,43 @@ def whatif_cmd(cooldown: int | None = typer.Option(None, min=0,
         console.print(f"{res.not_scaled_down} compute session(s) left out: their nodes did not scale "
                       "down within today's expected tail, so no setting explains them "
                       "(BILLED_AFTER_EXIT holds their excess)")
+
+
+WASTE_BY = ("team", "namespace", "owner", "cause")
+
+
+def waste_cmd(by: str = typer.Option("team", "--by", help="team | namespace | owner | cause"),
+              day_from: str | None = typer.Option(None, "--from"),
+              day_to: str | None = typer.Option(None, "--to"),
+              db: Path = typer.Option(Path("data/recon.duckdb"))):
+    """Billed money that was not work (marts.waste), by team, namespace, owning workload or
+    cause; what no owner explains is its own row, never spread over the others.
+
+    Example: recon waste --by team --from 2026-06-01 --to 2026-06-07
+    """
+    from ..sqlfiles import query
+
+    if by not in WASTE_BY:
+        _fail(f"--by {by!r}: expected {', '.join(WASTE_BY)}")
+    lo, hi = _window(day_from, day_to)
+    con = _open_db(db, need_marts=True)
+    if not con.execute("select count(*) from duckdb_tables() where schema_name = 'marts' "
+                       "and table_name = 'waste'").fetchone()[0]:
+        _fail(f"{db} has no marts.waste yet; run `recon run` again to build it")
+    # default: every day the warehouse holds
+    span = con.execute("select min(day), max(day) from marts.waste").fetchone()
+    lo, hi = lo or span[0], hi or span[1]
+    rows = con.execute(query("waste__by"),
+                       {"by": by, "day_from": lo, "day_to": hi}).fetchall() if lo else []
+    total = sum((r[3] for r in rows), 0)
+    t = _table(by, "resources", "seconds", "USD", "share",
+               numeric=("resources", "seconds", "USD", "share"),
+               title=f"Waste by {by}, {lo} to {hi} (marts.waste)", title_justify="left")
+    for key, n, secs, usd in rows:
+        share = f"{usd / total:.1%}" if total else ""
+        t.add_row(*map(Text, (str(key), str(n), f"{secs:,.0f}", f"{usd:,.2f}", share)))
+    console.print(t)
+    console.print(f"Total waste: {total:,.2f} USD")
 
 
 def check_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
