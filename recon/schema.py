@@ -132,9 +132,12 @@ MARTS: dict[str, dict] = {
                          "UNSCHEDULABLE_GPU), the last workload before the tail (BILLED_AFTER_EXIT), the ScaledObject's "
                          "(SCALE_TO_ZERO_LATE), the workloads' when they all share one owner (ACTIVITY_WITHOUT_BILLING); "
                          "NULL where no workload explains the money",
-            "owner_kind": "Kind of the KEDA object that owns that workload (`ScaledObject` or `ScaledJob`, by the name "
-                          "rule of intermediate.int_k8s__pod_owners); NULL when none of the input owns it or no workload "
-                          "explains the finding",
+            "owner_kind": "Kind of what owns that workload (intermediate.int_k8s__pod_owners): the KEDA object whose "
+                          "setting scales it (`ScaledObject` or `ScaledJob`, by name) where one matches, else the "
+                          "controller its pod's metadata.ownerReferences name, resolved: `Deployment` (a ReplicaSet "
+                          "named `<deployment>-<pod-template-hash>`), `ReplicaSet`, `Job`, `StatefulSet` or "
+                          "`DaemonSet`; NULL for a bare pod, another kind of owner, or when no workload explains "
+                          "the finding",
             "owner_name": "Name of that owner (in `namespace`); NULL with `owner_kind`",
             "team": "The workload's team label (`mapping.team_label`). NULL, never a marker, where no workload explains "
                     "the money (BILLED_WITHOUT_ACTIVITY, BILLED_EXCEEDS_RUNTIME, DUPLICATE_BILLING, RATE_MISMATCH, "

@@ -190,7 +190,7 @@ CASES = {
         f"{BETWEEN}(seconds)": set_(FND, "seconds = -1"),
         f"{BETWEEN}(amount_at_stake)": set_(FND, "amount_at_stake = 10000000"),
         f"{NN}(message)": null(FND, "message"),
-        f"{IN_SET}(owner_kind)": set_(FND, "owner_kind = 'Deployment'", "owner_kind is not null"),
+        f"{IN_SET}(owner_kind)": set_(FND, "owner_kind = 'Pod'", "owner_kind is not null"),
         f"{NN}(owner_name where owner_kind is not null)": null(FND, "owner_name", "owner_kind is not null"),
         f"{NN}(namespace where owner_kind is not null)": null(FND, "namespace", "owner_kind is not null"),
     },

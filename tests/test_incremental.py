@@ -164,6 +164,37 @@ def test_a_changed_model_is_rebuilt(daily, tmp_path, monkeypatch):
     con.close()
 
 
+def test_a_warehouse_staged_before_the_owner_columns_gets_them_filled(daily, tmp_path):
+    """stg_k8s__pods gained owner_kind and owner_name (metadata.ownerReferences). A warehouse whose
+    table was built by the SQL before (no such columns, its hash in meta.staged_models) is
+    rebuilt in full on its next run, new day or not: every version gets them, as a full run."""
+    land, db = tmp_path / "land", tmp_path / "w.duckdb"
+    root, days = _daily_runs(daily, land, db, 2)
+    con = connect(db)
+    n = con.execute("select count(*) from staging.stg_k8s__pods").fetchone()[0]
+    con.execute("alter table staging.stg_k8s__pods drop column owner_kind")
+    con.execute("alter table staging.stg_k8s__pods drop column owner_name")
+    con.execute("update meta.staged_models set sql_sha256 = 'the SQL before' where model = 'stg_k8s__pods'")
+    con.close()
+    _add_day(root / "daily", days[2], land)
+    run(land, db, day_from=days[2], day_to=days[2])
+    con = connect(db)
+    try:
+        full_copy(con, "full_staging", staging_tables())
+        assert_same_tables(con, "staging", "full_staging", staging_tables())
+        # the simulator's pods are all a ReplicaSet's or a Job's, old days' versions too
+        total, filled, kinds = con.execute(
+            "select count(*), count(owner_kind), list(distinct owner_kind order by owner_kind) "
+            "from staging.stg_k8s__pods").fetchone()
+        assert total > n and filled == total and kinds == ["Job", "ReplicaSet"]
+        # ... the first day's versions among them (staged before, not merged again by the delta)
+        old, old_filled = con.execute("select count(*), count(owner_name) from staging.stg_k8s__pods "
+                                      "where source_file like ?", [f"%{days[0].isoformat()}%"]).fetchone()
+        assert old > 0 and old_filled == old
+    finally:
+        con.close()
+
+
 def test_a_changed_setting_rebuilds_the_model(daily, tmp_path, monkeypatch):
     """meta.staged_models keys a kept table on its SQL and its settings in
     sql/staging/_models.toml: another dedupe order keeps other rows, so it rebuilds the table

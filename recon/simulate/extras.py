@@ -86,7 +86,13 @@ def write_extras(out: Path, start_day: date, days: int) -> list[str]:
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": pod_name, "namespace": "ml-serve", "uid": "pod-warm-h100-uid",
                         "creationTimestamp": _ts(t["scheduled"]),
-                        "labels": {"app": "gpu-warm-pool", "team": "search"}},
+                        "labels": {"app": "gpu-warm-pool", "team": "search",
+                                   "pod-template-hash": "6f9c8d7b5"},
+                        # as the ReplicaSet controller writes it: a Deployment's replica is owned
+                        # by the ReplicaSet `<deployment>-<pod-template-hash>`
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                             "name": "gpu-warm-pool-6f9c8d7b5", "uid": "rs-warm-h100-uid",
+                                             "controller": True, "blockOwnerDeletion": True}]},
            "spec": {"nodeName": NODE, "containers": [{"name": "server", "resources": {
                "limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}},
                "startupProbe": {"periodSeconds": 10, "failureThreshold": 60}}]},

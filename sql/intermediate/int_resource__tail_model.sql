@@ -11,7 +11,8 @@
 --   kedacore/keda#6844), also before the pod's end; after it, the node's scale-down;
 -- * no ScaledObject or ScaledJob of the input owns it: KEDA's default cooldownPeriod
 --   (keda_cooldown_seconds) is allowed after the task as well, so a scaler unseen is not blamed.
--- Which ScaledObject or ScaledJob owns a pod: intermediate.int_k8s__pod_owners (its name rule).
+-- Which ScaledObject or ScaledJob owns a pod: intermediate.int_k8s__pod_owners (its name rule);
+-- an owner of another kind there (a Deployment, a Job) is no scaler: `unknown`, as none.
 -- The last pod's namespace, owner and team are kept: marts.findings names them on the tail's
 -- BILLED_AFTER_EXIT.
 with sessions as (
@@ -79,7 +80,9 @@ classified as (
              when o.owner_kind = 'ScaledObject' then 'hpa_scale_in'
              else 'unknown' end as scaler,
         o.owner, z.deactivated_at,
-        l.cluster, l.namespace, o.owner_kind, o.owner_name, p.team,
+        -- the pod's owner as int_k8s__pod_owners names it (a Deployment or Job too), whatever
+        -- scaler the KEDA object, if any, says
+        l.cluster, l.namespace, p.owner_kind, p.owner_name, p.team,
         case when o.owner_kind = 'ScaledObject' then o.cooldown_seconds
              when o.owner_kind is null then cfg_int('keda_cooldown_seconds') end as cooldown_seconds,
         o.stabilization_seconds,

@@ -3,6 +3,9 @@
 -- Each document is parsed once (json_transform into a struct), not once per field, and every
 -- field it needs comes out typed (metadata, the GPU limits): nothing is parsed a second time
 -- (`labels: null` and no labels both stage as NULL; every reader takes keys of them with ->>).
+-- owner_kind, owner_name: the pod's controller as metadata.ownerReferences names it (the entry
+-- with `controller: true`, else the first; NULL for a bare pod): a ReplicaSet, Job,
+-- StatefulSet, DaemonSet... int_k8s__pod_owners resolves the workload behind it.
 -- (its `incremental` setting, sql/staging/_models.toml, is the dedupe: the build keeps one row
 -- per key, the first in that order;
 -- a version landed again with the same document is dropped before parsing, below, which keeps
@@ -41,7 +44,8 @@ source as materialized (
         json_transform(doc, '{
             "metadata": {"namespace": "VARCHAR", "name": "VARCHAR", "creationTimestamp": "VARCHAR",
                          "deletionTimestamp": "VARCHAR", "deletionGracePeriodSeconds": "VARCHAR",
-                         "labels": "JSON"},
+                         "labels": "JSON",
+                         "ownerReferences": [{"kind": "VARCHAR", "name": "VARCHAR", "controller": "BOOLEAN"}]},
             "spec": {"nodeName": "VARCHAR",
                      "containers": [{"name": "VARCHAR",
                                      "resources": {"limits": {"nvidia.com/gpu": "VARCHAR"},
@@ -80,6 +84,8 @@ typed as (
         try_cast(j.status.startTime as timestamptz) as kubelet_started_at,
         j.status.phase as phase,
         j.metadata.labels as labels,
+        coalesce(list_filter(j.metadata.ownerReferences, lambda r: r.controller)[1],
+                 j.metadata.ownerReferences[1]) as owner_ref,
         j.status.conditions as conditions,
         j.spec.containers as containers,
         j.status.containerStatuses as container_statuses
@@ -105,6 +111,8 @@ final as (
     select
         cluster, pod_uid, resource_version, event_type, namespace, pod_name, node_name,
         created_at, deletion_at, deletion_grace_seconds, kubelet_started_at, phase, labels,
+        owner_ref.kind as owner_kind,
+        owner_ref.name as owner_name,
         coalesce(gpus, 0) as gpus,
         coalesce(gpus_requested, 0) as gpus_requested,
         main_container.name as main_container_name,

@@ -120,3 +120,79 @@ def test_every_file_of_the_corpus_cites_its_source(case):
     readme = (HERE / "README.md").read_text(encoding="utf-8")
     for p in sorted((HERE / case).iterdir()):
         assert f"`{case}/{p.name}`" in readme, p
+
+
+def _pod_line(name: str, namespace: str, labels: dict, owner: dict | None) -> str:
+    """One watch line as the API server writes it: requests 1 GPU, limits 2 (an extended resource
+    must have request = limit), so marts.findings holds an UNSCHEDULABLE_GPU finding about it."""
+    import json
+
+    meta = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "resourceVersion": "4000001",
+            "creationTimestamp": "2026-06-01T09:30:00Z", "labels": labels}
+    if owner is not None:
+        meta["generateName"] = owner["name"] + "-"
+        meta["ownerReferences"] = [{**owner, "uid": f"uid-{owner['name']}", "controller": True,
+                                    "blockOwnerDeletion": True}]
+    pod = {"kind": "Pod", "apiVersion": "v1", "metadata": meta,
+           "spec": {"containers": [{"name": "main", "image": "vllm/vllm-openai:v0.6.3", "resources": {
+               "limits": {"nvidia.com/gpu": "2"}, "requests": {"nvidia.com/gpu": "1"}}}],
+                    "restartPolicy": "Always", "schedulerName": "default-scheduler"},
+           "status": {"phase": "Pending", "qosClass": "Burstable"}}
+    return json.dumps({"type": "ADDED", "object": pod}, separators=(",", ":")) + "\n"
+
+
+def test_a_pods_owner_references_name_its_workload_where_no_keda_object_owns_it(tmp_path):
+    """metadata.ownerReferences resolved (intermediate.int_k8s__pod_owners): a Deployment's
+    replica is owned by the ReplicaSet `<deployment>-<pod-template-hash>` → Deployment; a Job's
+    pod by the Job (a CronJob-like name stays Job: no CronJob is landed); a StatefulSet's pod by
+    it; a bare pod by none. In ml-serve, ScaledObject llm (hpa-scale-in/scaledobjects.json)
+    still owns the replicas of its target, though their ownerReferences name the ReplicaSet."""
+    import shutil
+
+    case = tmp_path / "in"
+    shutil.copytree(HERE / "hpa-scale-in", case)
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "llm-6d8f9c7b5"}
+    job = "nightly-eval-29145600"
+    (case / "owners-pods-watch.jsonl").write_text("".join((
+        _pod_line("llm-6d8f9c7b5-w8zq4", "research",
+                  {"app": "llm", "pod-template-hash": "6d8f9c7b5", "team": "nlp"}, rs),
+        _pod_line(f"{job}-h5t2m", "research",
+                  {"batch.kubernetes.io/controller-uid": f"uid-{job}", "batch.kubernetes.io/job-name": job,
+                   "controller-uid": f"uid-{job}", "job-name": job, "team": "nlp"},
+                  {"apiVersion": "batch/v1", "kind": "Job", "name": job}),
+        _pod_line("trainer-0", "research",
+                  {"app": "trainer", "apps.kubernetes.io/pod-index": "0",
+                   "controller-revision-hash": "trainer-7b9c6d5f4",
+                   "statefulset.kubernetes.io/pod-name": "trainer-0", "team": "nlp"},
+                  {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "trainer"}),
+        _pod_line("scratch", "research", {"team": "nlp"}, None),
+    )))
+    db = tmp_path / "w.duckdb"
+    res = run(case, db)
+    assert res.quarantined == 0 and res.staging_quarantined == 0, res.files
+    con = connect(db, read_only=True)
+    try:
+        staged = con.execute("select distinct pod_name, owner_kind, owner_name from staging.stg_k8s__pods "
+                             "where namespace = 'research' order by all").fetchall()
+        owned = con.execute("select namespace, pod_name, owner_kind, owner_name from "
+                            "intermediate.int_k8s__pod_owners order by all").fetchall()
+        found = con.execute("select resource_id, namespace, owner_kind, owner_name, team from marts.findings "
+                            "where code = 'UNSCHEDULABLE_GPU' order by all").fetchall()
+    finally:
+        con.close()
+    assert staged == [("llm-6d8f9c7b5-w8zq4", "ReplicaSet", "llm-6d8f9c7b5"), (f"{job}-h5t2m", "Job", job),
+                      ("scratch", None, None), ("trainer-0", "StatefulSet", "trainer")]
+    assert owned == [
+        ("ml-serve", "llm-6d8f9c7b5-k2x9p", "ScaledObject", "llm"),
+        ("ml-serve", "llm-6d8f9c7b5-q7m4w", "ScaledObject", "llm"),
+        ("research", "llm-6d8f9c7b5-w8zq4", "Deployment", "llm"),
+        ("research", f"{job}-h5t2m", "Job", job),
+        ("research", "scratch", None, None),
+        ("research", "trainer-0", "StatefulSet", "trainer"),
+    ]
+    assert found == [
+        ("pod:research/llm-6d8f9c7b5-w8zq4", "research", "Deployment", "llm", "nlp"),
+        (f"pod:research/{job}-h5t2m", "research", "Job", job, "nlp"),
+        ("pod:research/scratch", "research", None, None, "nlp"),
+        ("pod:research/trainer-0", "research", "StatefulSet", "trainer", "nlp"),
+    ]
