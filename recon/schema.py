@@ -304,7 +304,7 @@ MARTS: dict[str, dict] = {
             "day": "UTC day",
             "cause": "Why the second was billed without work: keda_cooldown, hpa_scale_down, tail_after_exit (an instance's tail, by the session's scaler), startup, idle_between_jobs, bill_without_workload, unobserved, storage_lingering, network_volume_unused, serverless_idle, serverless_cold_start, or unreconciled (the bill beyond its segments, 0 seconds; docs/design.md, Waste)",
             "namespace": "Namespace of the workload the waste belongs to (a tail: the session's last pod; startup: the pod starting; an idle gap: the workloads around it); NULL when unattributed",
-            "owner_kind": "`ScaledObject` or `ScaledJob` owning that workload (intermediate.int_k8s__pod_owners); NULL when none does or unattributed",
+            "owner_kind": "What owns that workload (intermediate.int_k8s__pod_owners): the KEDA ScaledObject or ScaledJob, else the controller of its ownerReferences (`Deployment`, `ReplicaSet`, `Job`, `StatefulSet`, `DaemonSet`); NULL for a bare pod or unattributed",
             "owner_name": "Name of that owner (in `namespace`); NULL with `owner_kind`",
             "team": "Team label of that workload (`__unallocated__` without one); `__unattributed__` when no owner explains the waste",
             "seconds": "Billed seconds of that cause and owner (an idle gap shared between owners: their shares, to the millisecond)",

@@ -107,7 +107,7 @@ def test_every_resource_day_ties_exactly_and_the_unattributed_share_is_stated(ma
 
 def test_a_gap_between_two_owners_is_shared_by_their_gpu_seconds(tmp_path):
     """The ScaledJob case with one more pod on node gpu-c before the Job's: tools/probe-…
-    (team vision, no KEDA owner) scheduled 08:59:00, Ready 08:59:10, finished 08:59:40. The
+    (team vision, no KEDA owner; its ownerReferences name the Job probe-q1w2e) scheduled 08:59:00, Ready 08:59:10, finished 08:59:40. The
     30 s gap to the Job's pod (scheduled 09:00:10) lies between two owners: vision held the GPU
     40 s that day, ScaledJob embed 5390 s (09:00:10–10:30:00), so vision gets 30 × 40 / 5430 s
     (220 ms, the cut's lost millisecond to the larger share) and $0.03 × 40 / 5430."""
@@ -125,7 +125,7 @@ def test_a_gap_between_two_owners_is_shared_by_their_gpu_seconds(tmp_path):
                 .replace('"resourceVersion":"300', '"resourceVersion":"200'))
         probe.append(line)
     watch.write_text("\n".join(probe + lines) + "\n", encoding="utf-8")
-    vision = ("tools", None, None, "vision")
+    vision = ("tools", "Job", "probe-q1w2e", "vision")
     nlp = ("ml-batch", "ScaledJob", "embed", "nlp")
     want = [("rpc3emb", "startup", *UN, Decimal("60.000"), usd(60)),
             ("rpc3emb", "startup", *vision, Decimal("10.000"), usd(10)),
