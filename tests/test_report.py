@@ -143,7 +143,7 @@ def test_idle_between_jobs_and_unobserved_are_two_lines(page, sim_run):
     assert "Idle gap + unobserved" not in h
     rows = {label: colour for colour, label in re.findall(
         r'<tr><td><span class="sw" style="background:(#[0-9a-f]{6})"></span>([^<]+)</td>', h)}
-    assert rows["Idle between jobs"] == "#9e9e9e"
+    assert rows["Idle: node up, no task running"] == "#9e9e9e"
     assert rows["Unobserved: billed, no workload seen"] == "#6d4c41"
     assert len(set(rows.values())) == len(rows)  # every line its own colour
     con = duckdb.connect(str(sim_run["db"]), read_only=True)
@@ -157,7 +157,7 @@ def test_idle_between_jobs_and_unobserved_are_two_lines(page, sim_run):
     assert gap > 0 and unobserved > 0
     # each is rounded to the cent on its own
     assert abs(gap + unobserved - merged) <= Decimal("0.01")
-    for title in ("Idle between jobs", "Unobserved: billed, no workload seen"):
+    for title in ("Idle: node up, no task running", "Unobserved: billed, no workload seen"):
         assert f"<title>{title}: $" in h
     # the day has money at stake outside its bill (the simulated savings plan covers nothing on
     # it), and the page says how much of the total that is
@@ -347,3 +347,20 @@ def test_money_never_shows_minus_zero():
 
     assert money(Decimal("-0.0000001")) == "0.00"  # a residue below a cent has no sign
     assert money(Decimal("-1.235")) == "-1.24" and money(Decimal("2.345")) == "2.34"
+
+
+def test_waste_by_team_is_the_days_marts_waste_by_team(page, sim_run):
+    """The "Waste by team" table: one row per team of the day's marts.waste, its money to the
+    cent, the unattributed waste a row of its own, and the total the note states."""
+    con = duckdb.connect(str(sim_run["db"]), read_only=True)
+    try:
+        want = dict(con.execute("select team, sum(amount) from marts.waste where day = ? "
+                                "group by team", [DAY]).fetchall())
+    finally:
+        con.close()
+    shown = dict(re.findall(r'data-waste-team="([^"]*)">([\d.,-]+)<', page["html"]))
+    assert set(shown) == set(want) and "__unattributed__" in shown
+    for team, amount in want.items():
+        assert Decimal(shown[team]) == amount.quantize(Decimal("0.01")), team
+    total = re.search(r'data-metric="waste_total">([\d.,]+)<', page["html"]).group(1)
+    assert Decimal(total) == sum(want.values()).quantize(Decimal("0.01"))

@@ -20,7 +20,7 @@ CATEGORY_LABELS = {
     "tail": ("tail after last task", "Tail (billed after exit)"),
     "serverless_idle": ("serverless idle", "Serverless idle"),
     "serverless_rounding": ("serverless rounding", "Serverless rounding"),
-    "idle_gap": ("idle between jobs", "Idle between jobs"),
+    "idle_gap": ("idle, no task running", "Idle: node up, no task running"),
     "unobserved": ("unobserved (no workload)", "Unobserved: billed, no workload seen"),
     "storage_running": ("storage, compute running", "Storage, compute running"),
     "lingering_storage": ("storage, compute stopped", "Lingering storage"),
@@ -41,7 +41,7 @@ GROUPS = {
                        ("storage_lingering", "network_volume (lingering share)")),
     "serverless_idle": ("Serverless idle (+ rounding)", "#00838f", ("idle", "rounding")),
     # the timeline's colours for the same segments (report.SEGMENT_COLOURS)
-    "idle_gap": ("Idle between jobs", "#9e9e9e", ("idle_gap",)),
+    "idle_gap": ("Idle: node up, no task running", "#9e9e9e", ("idle_gap",)),
     "unobserved": ("Unobserved: billed, no workload seen", "#6d4c41", ("unobserved",)),
     "storage_in_use": ("Storage in use", "#90caf9",
                        ("storage_running", "network_volume (attached share)")),

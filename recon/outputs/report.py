@@ -74,7 +74,17 @@ def report_data(con, day: date) -> dict:
     trend = [(d0 + timedelta(days=i), daily.get(d0 + timedelta(days=i), Decimal(0)))
              for i in range(14)]
     return {"day": day, "billed": billed, "expected": expected, "groups": groups,
-            "findings": findings, "trend": trend, "instances": _instances(con, day)}
+            "findings": findings, "trend": trend, "instances": _instances(con, day),
+            "waste": _waste_by_team(con, day)}
+
+
+def _waste_by_team(con, day: date) -> list[tuple]:
+    """(team, seconds, USD, its largest cause) of the day's marts.waste, most money first;
+    the unattributed waste is a row of its own."""
+    return con.execute(
+        "select team, sum(seconds), sum(amount), arg_max(cause, amount) from ("
+        "select team, cause, sum(seconds) as seconds, sum(amount) as amount from marts.waste "
+        "where day = ? group by all) group by team order by 3 desc, team", [day]).fetchall()
 
 
 def _instances(con, day: date) -> list[dict]:
@@ -171,6 +181,24 @@ def _split_rows(data) -> str:
                     f'<td class="num">$<span data-metric="{key}">{money(a)}</span></td>'
                     f'<td class="num">{share}</td></tr>')
     return "\n".join(rows)
+
+
+def _waste_rows(data) -> str:
+    """One row per team: its waste, its share of the day's waste and a bar of that share."""
+    total = sum((a for _, _, a, _ in data["waste"]), Decimal(0))
+    rows = []
+    for team, secs, amount, cause in data["waste"]:
+        share = amount / total if total else Decimal(0)
+        width = max(float(share) * 100, 0.0)
+        colour = "#9e9e9e" if team == "__unattributed__" else "#1565c0"
+        rows.append(f'<tr><td>{esc(team)}</td><td>{esc(cause)}</td>'
+                    f'<td class="num">{secs:,.0f}</td>'
+                    f'<td class="num">$<span data-waste-team="{esc(team)}">{money(amount)}</span></td>'
+                    f'<td class="num">{(share * 100).quantize(Decimal("0.1")) + 0} %</td>'
+                    f'<td style="width:30%"><div role="img" aria-label="share of waste" '
+                    f'style="height:10px;width:{width:.2f}%;background:{colour}"></div></td>'
+                    f'</tr>')
+    return "\n".join(rows) or '<tr><td colspan="6">No waste on this day.</td></tr>'
 
 
 def _clock(t: datetime, day: date) -> str:
@@ -305,6 +333,8 @@ def render(data, db_label: str = "") -> str:
         expected=money(data["expected"]), findings=len(data["findings"]), at_stake=money(at_stake),
         at_stake_outside=money(outside), findings_note=esc(_findings_note(data)),
         bar=_bar(data), split_rows=_split_rows(data), finding_rows=_finding_rows(data),
+        waste_rows=_waste_rows(data), waste_total=money(sum(
+            (a for _, _, a, _ in data["waste"]), Decimal(0))),
         legend=_legend(), timeline=_timeline(data), week_billed=money(this),
         prev_week_billed=money(prev), week_change=esc(change), trend=_trend(data))
 

@@ -72,13 +72,13 @@ def test_summary_artifact_equals_the_marts(daily_run, artifacts_of):
     # nodes waiting between jobs and compute no workload explains: a row each, holding together
     # what one merged row held
     assert "Idle gap + unobserved" not in md
-    gap, unobserved = (md_value(md, "Idle between jobs"),
+    gap, unobserved = (md_value(md, "Idle: node up, no task running"),
                        md_value(md, "Unobserved: billed, no workload seen"))
     assert gap == money(by_cat.get("idle_gap")) > 0
     assert unobserved == money(by_cat.get("unobserved")) > 0
     assert abs(gap + unobserved - money(by_cat["idle_gap"] + by_cat["unobserved"])) <= CENT
     rows = ["Busy", "Serverless execution", "Startup / cold start", "Tail (billed after exit)",
-            "Serverless idle", "Serverless rounding", "Idle between jobs",
+            "Serverless idle", "Serverless rounding", "Idle: node up, no task running",
             "Unobserved: billed, no workload seen",
             "Storage, compute running", "Lingering storage", "Network volume"]
     assert abs(sum(md_value(md, r) for r in rows) - money(billed)) <= CENT / 2 * len(rows)
