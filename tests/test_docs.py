@@ -78,3 +78,36 @@ def test_the_documentation_points_nowhere_outside_the_repository():
         for target in re.findall(r"\]\((?!https?://|#|mailto:)([^)#\s]+)", text):
             assert (p.parent / target).resolve().is_relative_to(ROOT), (p.relative_to(ROOT), target)
             assert (p.parent / target).exists(), (p.relative_to(ROOT), target)
+
+
+def test_the_readmes_questions_are_one_query_each_and_answer_them(sim_run):
+    """The five questions under "Questions the marts answer" run as written on a reconciled
+    fleet (its days are 2026-06-01/02: "current_date" is taken as 2026-06-03), and their
+    answers add up to what the marts hold."""
+    import duckdb
+
+    block = README.split("## Questions the marts answer", 1)[1].split("```sql", 1)[1]
+    block = block.split("```", 1)[0].replace("current_date", "date '2026-06-03'")
+    statements = [s for s in re.split(r";\s*\n", block) if re.search(r"^\s*select\b", s,
+                                                                      re.MULTILINE)]
+    assert len(statements) == 5
+    con = duckdb.connect(str(sim_run["db"]), read_only=True)
+    try:
+        answers = [con.execute(s).fetchall() for s in statements]
+        waste, at_stake, kedas, stored = con.execute("""
+            select (select sum(amount) from marts.waste),
+                   (select sum(amount_at_stake) from marts.findings),
+                   (select sum(amount) from marts.waste
+                    where cause in ('keda_cooldown', 'hpa_scale_down')),
+                   (select sum(amount) from marts.waste
+                    where cause in ('storage_lingering', 'network_volume_unused'))""").fetchone()
+        billed = dict(con.execute("select day, sum(billed_amount) from marts.resource_day "
+                                  "group by day").fetchall())
+    finally:
+        con.close()
+    by_team, by_scaler, by_owner, storage, work = answers
+    assert len(by_team) >= 2 and sum(r[1] for r in by_team) == waste
+    assert by_scaler and sum(r[3] for r in by_scaler) == kedas
+    assert sum(r[3] or 0 for r in by_owner) == at_stake
+    assert sum(r[1] for r in storage) == stored
+    assert {r[0] for r in work} == set(billed) and all(0 < r[2] < 1 for r in work)
