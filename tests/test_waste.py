@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from recon.db import connect
 from recon.pipeline import run
+from tests.flows.duck import q
 
 KEDA = Path(__file__).parent / "reference" / "keda"
 UN = (None, None, None, "__unattributed__")
@@ -26,12 +26,8 @@ def waste(case: str, tmp_path) -> list[tuple]:
 
 def waste_at(folder: Path, db: Path) -> list[tuple]:
     run(folder, db)
-    con = connect(db, read_only=True)
-    try:
-        return con.execute("select resource_id, cause, namespace, owner_kind, owner_name, team, seconds, amount "
-                           "from marts.waste").fetchall()
-    finally:
-        con.close()
+    return q(db, "select resource_id, cause, namespace, owner_kind, owner_name, team, seconds, "
+                 "amount from marts.waste")
 
 
 def rows(rid: str, *spec) -> list[tuple]:

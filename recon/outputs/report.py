@@ -49,8 +49,9 @@ def report_data(con, day: date) -> dict:
     cats = {c: (s, a) for c, s, a in con.execute(
         "select category, sum(seconds), sum(amount) from marts.billed_segments where day = ? "
         "group by all", [day]).fetchall()}
-    nv_secs = sum((v[0] for v in network_volume_lingering(con, day, day).values()), Decimal(0))
-    nv_amt = sum((v[1] for v in network_volume_lingering(con, day, day).values()), Decimal(0))
+    nv = network_volume_lingering(con, day, day).values()
+    nv_secs = sum((v[0] for v in nv), Decimal(0))
+    nv_amt = sum((v[1] for v in nv), Decimal(0))
     groups = {}
     for key, (_, _, names) in GROUPS.items():
         s = sum((cats.get(c, (0, 0))[0] for c in names), Decimal(0))

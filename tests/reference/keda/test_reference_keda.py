@@ -12,6 +12,7 @@ import pytest
 
 from recon.db import connect
 from recon.pipeline import run
+from tests.flows.duck import q
 
 HERE = Path(__file__).parent
 RATE = Decimal("3.60")
@@ -22,12 +23,8 @@ def findings(case: str, tmp_path) -> list[tuple]:
     db = tmp_path / f"{case}.duckdb"
     res = run(HERE / case, db)
     assert res.quarantined == 0 and res.staging_quarantined == 0, res.files
-    con = connect(db, read_only=True)
-    try:
-        return con.execute("select code, resource_id, day::varchar, seconds, amount_at_stake, message "
-                           "from marts.findings order by code, resource_id").fetchall()
-    finally:
-        con.close()
+    return q(db, "select code, resource_id, day::varchar, seconds, amount_at_stake, message "
+                 "from marts.findings order by code, resource_id")
 
 
 def money(seconds: int) -> Decimal:
@@ -92,12 +89,8 @@ def test_a_scaledjobs_node_tail_is_the_node_scale_down_not_a_cooldown(tmp_path):
 def owners(case: str, tmp_path) -> list[tuple]:
     db = tmp_path / f"{case}.duckdb"
     run(HERE / case, db)
-    con = connect(db, read_only=True)
-    try:
-        return con.execute("select code, resource_id, namespace, owner_kind, owner_name, team "
-                           "from marts.findings order by code, resource_id").fetchall()
-    finally:
-        con.close()
+    return q(db, "select code, resource_id, namespace, owner_kind, owner_name, team "
+                 "from marts.findings order by code, resource_id")
 
 
 @pytest.mark.parametrize(("case", "want"), [
