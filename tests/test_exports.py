@@ -67,7 +67,7 @@ def test_costs_rows_follow_the_allocation_rules(month_export):
         assert MONEY_RE.fullmatch(r["billed_amount"]) and SECONDS_RE.fullmatch(r["seconds"])
         if r["team"] in (exports.IDLE, exports.UNALLOCATED):
             assert r["namespace"] == r["team"]
-        if r["category"] in ("idle_gap", "tail", "idle", "storage_lingering"):
+        if r["category"] in ("idle", "storage_lingering"):
             assert r["team"] == exports.IDLE
         if r["category"] in ("unobserved", "execution", "cold_start", "rounding"):
             assert r["team"] == exports.UNALLOCATED
@@ -75,9 +75,12 @@ def test_costs_rows_follow_the_allocation_rules(month_export):
     assert ("__idle__", "68r9sn4i2h14we", "busy") in {(r["team"], r["workload"], r["category"])
                                                       for r in rows}
     teams = {(r["team"], r["namespace"], r["workload"]) for r in rows if not r["team"].startswith("__")}
+    forgotten = con.execute("select owner_name from marts.waste where owner_kind = 'Node'").fetchall()
+    assert len(set(forgotten)) == 1  # the node its pool labels team=search (simulate.world)
     assert teams == {("nlp", "ml-batch", "batch-infer"), ("search", "ml-batch", "batch-infer"),
                      ("vision", "ml-batch", "batch-infer"), ("search", "ml-serve", "gpu-warm-pool"),
-                     ("search", "ml-serve", "llm-serve")}  # the ScaledObject's replicas (simulate.keda)
+                     ("search", "ml-serve", "llm-serve"),  # the ScaledObject's replicas (simulate.keda)
+                     ("search", "__node__", forgotten[0][0])}
     # every category's money in the file equals the mart's (within the marts' own 1e-9 rounding)
     by_cat = {}
     for r in rows:
@@ -87,14 +90,21 @@ def test_costs_rows_follow_the_allocation_rules(month_export):
     assert set(by_cat) == set(mart)
     for cat, amount in mart.items():
         assert abs(by_cat[cat] - amount) < Decimal("1e-9"), cat
-    # busy seconds of the day all go to workloads; tail seconds all to __idle__
+    # busy seconds of the day all go to workloads; tail seconds to the teams marts.waste gives
+    # them (a tail's owner is the session's last pod), none left __idle__ in the simulated day
     busy = sum(Decimal(r["seconds"]) for r in rows if r["category"] == "busy")
-    tail_idle = sum(Decimal(r["seconds"]) for r in rows if r["category"] == "tail"
-                    and r["team"] == exports.IDLE)
-    mbusy, mtail = con.execute(
-        "select sum(seconds) filter (where category = 'busy'), sum(seconds) filter "
-        "(where category = 'tail') from marts.billed_segments where day = date '2026-06-01'").fetchone()
-    assert abs(busy - mbusy) <= Decimal("0.01") and tail_idle == mtail
+    tails: dict[str, Decimal] = {}
+    for r in rows:
+        if r["category"] == "tail":
+            tails[r["team"]] = tails.get(r["team"], Decimal(0)) + Decimal(r["seconds"])
+    mbusy = con.execute("select sum(seconds) from marts.billed_segments "
+                        "where day = date '2026-06-01' and category = 'busy'").fetchone()[0]
+    waste_tails = dict(con.execute(
+        "select team, sum(seconds) from marts.waste where day = date '2026-06-01' and cause in "
+        "('keda_cooldown', 'hpa_scale_down', 'tail_after_exit') group by all").fetchall())
+    assert abs(busy - mbusy) <= Decimal("0.01")
+    assert exports.IDLE not in tails and set(tails) == set(waste_tails)
+    assert all(abs(tails[t] - waste_tails[t]) <= Decimal("0.01") for t in tails)
 
 
 def rebuild_allocation(con):

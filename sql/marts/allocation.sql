@@ -8,8 +8,11 @@
 -- is the `unreconciled` row of the last rule.
 -- Rules (OpenCost-style: leftovers are rows, so totals tie to the bill):
 -- * instance busy/startup segments: each GPU workload present gets its GPUs ÷ max(node GPU
---   capacity, GPUs held); the GPUs nobody held, node boot (no workload), idle_gap and tail
---   → `__idle__`; unobserved → `__unallocated__`;
+--   capacity, GPUs held); the GPUs nobody held while it worked → `__idle__`;
+-- * the rest of a startup segment, node boot, idle_gap, tail and unobserved: the owners of
+--   intermediate.int_resource__segment_owners (the rules of marts.waste) by their weights, as
+--   their team, namespace (`__node__` for a node's team label) and owner name as `workload`; a segment
+--   with no owner → `__idle__` (`__unallocated__` when unobserved);
 -- * storage_running follows the resource-day's compute split (by seconds); storage_lingering
 --   → `__idle__`; network volumes: the lingering part of each hour → `__idle__`, the attached
 --   part → `__unallocated__` (a volume has no team);
@@ -31,6 +34,10 @@ workloads as (
 
 gpu_capacity as (
     select * from intermediate.int_resource__gpu_capacity
+),
+
+segment_owners as (
+    select * from intermediate.int_resource__segment_owners
 ),
 
 network_volume_buckets as (
@@ -76,10 +83,10 @@ held_pieces as (
     from shares
 ),
 
-unheld_pieces as (
+unheld_all as (
     -- the share of each busy/startup segment no workload held, and segments with no workload
-    select g.resource_id, g.day, g.category,
-           case when g.category = 'unobserved' then '__unallocated__' else '__idle__' end as team,
+    select g.resource_id, g.seg_start, g.day, g.category,
+           case when g.category = 'unobserved' then '__unallocated__' else '__idle__' end as marker,
            cast(g.ms * (1 - coalesce(s.held_share, 0)) as decimal(38, 9)) as ms,
            cast(g.amount_usd * (1 - coalesce(s.held_share, 0)) as decimal(38, 12)) as amount,
            cast(g.expected_usd * (1 - coalesce(s.held_share, 0)) as decimal(38, 12)) as expected_amount
@@ -89,11 +96,35 @@ unheld_pieces as (
     where coalesce(s.held_share, 0) < 1
 ),
 
+owner_weights as (
+    select o.resource_id, o.seg_start, o.namespace, o.owner_name, o.team,
+           o.weight / sum(o.weight) over (partition by o.resource_id, o.seg_start) as share
+    from segment_owners o
+    where o.weight > 0
+),
+
+unheld_pieces as (
+    -- a non-work segment's owners (intermediate.int_resource__segment_owners: a tail's last
+    -- pod, a gap's neighbours, the pods a node was brought up for, a node's team label) take it
+    -- by their weights, as marts.waste does; the GPUs nobody held while others worked stay
+    -- `__idle__` (the segment's owners are the workloads holding the rest)
+    select u.resource_id, u.day, u.category,
+           coalesce(w.team, u.marker) as team,
+           coalesce(w.namespace, case when w.team is not null then '__node__' end, u.marker) as namespace,
+           coalesce(w.owner_name, u.resource_id) as workload,
+           cast(u.ms * coalesce(w.share, 1) as decimal(38, 9)) as ms,
+           cast(u.amount * coalesce(w.share, 1) as decimal(38, 12)) as amount,
+           cast(u.expected_amount * coalesce(w.share, 1) as decimal(38, 12)) as expected_amount
+    from unheld_all u
+    left join owner_weights w
+      on w.resource_id = u.resource_id and w.seg_start = u.seg_start and u.category <> 'busy'
+),
+
 compute_weights as (
     select resource_id, day, team, namespace, workload, sum(ms) as ms
     from (select resource_id, day, team, namespace, workload, ms from held_pieces
           union all
-          select resource_id, day, team, team, resource_id, ms from unheld_pieces)
+          select resource_id, day, team, namespace, workload, ms from unheld_pieces)
     group by all
 ),
 
@@ -144,7 +175,7 @@ other as (
 unioned as (
     select resource_id, day, category, team, namespace, workload, ms, amount, expected_amount
     from held_pieces
-    union all select resource_id, day, category, team, team, resource_id, ms, amount, expected_amount
+    union all select resource_id, day, category, team, namespace, workload, ms, amount, expected_amount
     from unheld_pieces
     union all select * from storage_running
     union all select resource_id, day, category, team, team, resource_id, ms, amount, amount from network_volume
