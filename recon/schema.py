@@ -67,7 +67,7 @@ MARTS: dict[str, dict] = {
         },
     },
     "allocation": {
-        "grain": "one row per day, team, namespace, workload, resource and category; "
+        "grain": "one row per day, team, namespace, workload, resource, category, owner and cause; "
                  "a day's amounts add up to its bill",
         "columns": {
             "day": "UTC day",
@@ -82,6 +82,9 @@ MARTS: dict[str, dict] = {
             "seconds": "Resource seconds attributed to the row",
             "amount": "Billed USD attributed to the row",
             "expected_amount": "Seconds × contracted rate attributed to the row (USD)",
+            "owner_kind": "What owns the workload or the non-work segment (as marts.waste: `ScaledObject`, `ScaledJob`, `Deployment`, `ReplicaSet`, `Job`, `StatefulSet`, `DaemonSet`, `Node`); NULL for a bare pod, storage, serverless and leftover rows",
+            "owner_name": "Name of that owner; NULL with `owner_kind`",
+            "cause": "For money that was not work, marts.waste's cause (a startup segment whole as `startup`: marts.waste alone splits out `probe_restarts`); NULL for work (busy, execution, storage_running, a network volume's attached share) and for the GPUs nobody held while others worked",
         },
     },
     "settlement": {

@@ -2,6 +2,7 @@
 
 import csv
 import io
+import json
 import re
 import shutil
 from datetime import date
@@ -61,8 +62,12 @@ def test_costs_rows_follow_the_allocation_rules(month_export):
     con = month_export["con"]
     rows, text = read_csv(month_export["out"] / "costs_2026-06-01.csv")
     assert text.splitlines()[0] == ",".join(exports.COSTS_COLUMNS)
-    keys = [(r["day"], r["team"], r["namespace"], r["workload"], r["category"]) for r in rows]
+    keys = [(r["day"], r["team"], r["namespace"], r["workload"], r["category"], r["cause"]) for r in rows]
     assert keys == sorted(keys) and len(keys) == len(set(keys))
+    # a cause names money that was not work: none on busy rows, one on every tail row
+    assert all(r["cause"] == "" for r in rows if r["category"] == "busy")
+    assert all(r["cause"] in ("keda_cooldown", "hpa_scale_down", "tail_after_exit")
+               for r in rows if r["category"] == "tail")
     for r in rows:
         assert MONEY_RE.fullmatch(r["billed_amount"]) and SECONDS_RE.fullmatch(r["seconds"])
         if r["team"] in (exports.IDLE, exports.UNALLOCATED):
@@ -200,7 +205,7 @@ def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
     assert set(focus.FOCUS_MANDATORY) <= set(header)
     assert all(c in focus.FOCUS_MANDATORY or c.startswith("x_") or c in (
         "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ServiceSubcategory", "InvoiceId",
-        "ResourceId", "ResourceName", "ResourceType") for c in header)
+        "ResourceId", "ResourceName", "ResourceType", "Tags") for c in header)
     for r in rows:
         assert (r["ProviderName"], r["PublisherName"], r["InvoiceIssuerName"]) == ("Runpod",) * 3
         assert (r["BillingCurrency"], r["ChargeCategory"]) == ("USD", "Usage")
@@ -212,9 +217,28 @@ def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
     # ids are quoted strings in the raw text
     for line in text.splitlines()[1:]:
         assert line.startswith('"runpod","Runpod account","USD",')
-    # one row per resource × day × category
-    keys = [(r["ResourceId"], r["ChargePeriodStart"], r["x_Category"]) for r in rows]
+    # one row per resource × day × category × team × owner × cause
+    keys = [(r["ResourceId"], r["ChargePeriodStart"], r["x_Category"], r["Tags"], r["x_Namespace"],
+             r["x_Workload"], r["x_OwnerKind"], r["x_OwnerName"], r["x_WasteCause"]) for r in rows]
     assert len(keys) == len(set(keys))
+    # the team is a FOCUS tag, a JSON object; the money of each (team, cause) is marts.waste's
+    tagged = [r for r in rows if r["Tags"]]
+    assert tagged and all(set(json.loads(r["Tags"])) == {"team"} for r in tagged)
+    assert {json.loads(r["Tags"])["team"] for r in tagged} == {"nlp", "search", "vision"}
+    by_team_cause: dict[tuple, Decimal] = {}
+    for r in rows:
+        if r["x_WasteCause"] in ("keda_cooldown", "hpa_scale_down", "tail_after_exit", "idle_between_jobs",
+                                 "unschedulable_wait"):
+            team = json.loads(r["Tags"])["team"] if r["Tags"] else "__unattributed__"
+            k = (team, r["x_WasteCause"])
+            by_team_cause[k] = by_team_cause.get(k, Decimal(0)) + Decimal(r["BilledCost"])
+    # (causes of one category each: a tail's, an idle gap's)
+    waste = {(t, c): a for t, c, a in con.execute(
+        "select team, cause, sum(amount) from marts.waste where cause in ('keda_cooldown', "
+        "'hpa_scale_down', 'tail_after_exit', 'idle_between_jobs', 'unschedulable_wait') "
+        "group by all").fetchall()}
+    assert set(by_team_cause) == set(waste)
+    assert all(abs(by_team_cause[k] - waste[k]) < Decimal("1e-9") for k in by_team_cause)
     for day in DAYS:
         got = sum(Decimal(r["BilledCost"]) for r in rows if r["ChargePeriodStart"].startswith(day))
         assert got == billed(con, day)
