@@ -1,15 +1,18 @@
 -- grain: one row per (day, team, namespace, workload, resource_id, category): who the bill's
 -- money went to. The amounts of a resource-day add up to its billed_amount exactly.
--- Exact decimals: a share (GPUs held ÷ capacity, seconds ÷ seconds) is a ratio DuckDB computes
+-- Exact decimals: a share (slots held ÷ capacity, seconds ÷ seconds) is a ratio DuckDB computes
 -- in double, so each piece is cast to DECIMAL where it is cut (deterministic: the same inputs
 -- give the same digits) and every sum after that is a decimal sum (order-free: a rerun, a
 -- parallel plan or an incremental build gives the same rows). What the cuts lose (< 1e-9 USD
 -- per resource-day) goes to the resource-day's largest row (`tie` below); a gap over 1e-6 USD
 -- is the `unreconciled` row of the last rule.
 -- Rules (OpenCost-style: leftovers are rows, so totals tie to the bill):
--- * instance busy/startup segments: each GPU workload present gets its GPUs ÷ max(node GPU
---   capacity, GPUs held); the GPUs nobody held, node boot (no workload), idle_gap and tail
---   → `__idle__`; unobserved → `__unallocated__`;
+-- * instance busy/startup segments: each GPU workload present gets the GPU fraction it held ÷
+--   max(node's physical GPUs, fractions held), counted in slots (intermediate.int_k8s__node_gpus:
+--   one replica of a time-sliced GPU, one compute slice of a MIG GPU, else one GPU): a pod
+--   holding 1 of 4 replicas of a node's one GPU gets 1/4, `nvidia.com/mig-1g.10gb: 1` on an
+--   A100 1/7; the share nobody held, node boot (no workload), idle_gap and tail → `__idle__`;
+--   unobserved → `__unallocated__`. No node's pods get more than its bill;
 -- * storage_running follows the resource-day's compute split (by seconds); storage_lingering
 --   → `__idle__`; network volumes: the lingering part of each hour → `__idle__`, the attached
 --   part → `__unallocated__` (a volume has no team);
@@ -54,8 +57,8 @@ segments as (
 
 present as (
     select g.resource_id, g.seg_start, g.day, g.category, g.ms, g.amount_usd, g.expected_usd,
-           w.team, w.namespace, w.workload, w.gpus,
-           sum(w.gpus) over (partition by g.resource_id, g.seg_start) as held
+           w.team, w.namespace, w.workload, w.gpu_slots as gpus,
+           sum(w.gpu_slots) over (partition by g.resource_id, g.seg_start) as held
     from segments g
     join workloads w
       on w.resource_id = g.resource_id and g.category in ('busy', 'startup')
@@ -63,7 +66,7 @@ present as (
 ),
 
 shares as (
-    select p.*, greatest(coalesce(c.gpus, 0), p.held) as total
+    select p.*, greatest(coalesce(c.slots, 0), p.held) as total
     from present p left join gpu_capacity c using (resource_id)
 ),
 

@@ -18,11 +18,13 @@
 -- Owners (namespace, owner_kind, owner_name, team; owner_kind/owner_name from
 -- intermediate.int_k8s__pod_owners, NULL where no KEDA object owns the pod):
 -- * a tail: the session's last pod (intermediate.int_resource__tail_model);
--- * a startup segment: the pods starting in it, by GPUs; node boot with no pod scheduled: none;
+-- * a startup segment: the pods starting in it, by the GPU fractions they hold (slots,
+--   intermediate.int_resource__workloads); node boot with no pod scheduled: none;
 -- * an idle gap: the owners of the workloads that ended last before it and of those scheduled
 --   first after it, in the same compute session; one owner takes it whole, different owners
---   share it by their GPU-seconds on the resource that day; a gap with a side missing (before
---   the session's first pod) or whose owners held no GPU that day: none;
+--   share it by their GPU-seconds (fractions of GPUs held × seconds) on the resource that day;
+--   a gap with a side missing (before the session's first pod) or whose owners held no GPU
+--   that day: none;
 -- * everything else (unobserved, storage, network volumes, serverless, unreconciled): none.
 -- What no owner explains is an explicit row: team `__unattributed__`, NULL owner columns. A pod
 -- with no team label has team `__unallocated__` (as marts.allocation).
@@ -59,7 +61,7 @@ days as (
 ),
 
 owned as (
-    select w.resource_id, w.gpus, w.scheduled_at, w.ready_at, w.window_end_at, w.namespace,
+    select w.resource_id, w.gpu_slots as gpus, w.scheduled_at, w.ready_at, w.window_end_at, w.namespace,
            o.owner_kind, o.owner_name, coalesce(w.team, '__unallocated__') as team
     from workloads w
     left join pod_owners o on o.cluster is not distinct from w.cluster and o.pod_uid = w.pod_uid
