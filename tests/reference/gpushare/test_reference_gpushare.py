@@ -110,3 +110,17 @@ def test_every_file_of_the_corpus_cites_its_source(case):
     readme = (HERE / "README.md").read_text(encoding="utf-8")
     for p in sorted((HERE / case).iterdir()):
         assert f"`{case}/{p.name}`" in readme, p
+
+
+@pytest.mark.parametrize("case", ["oversubscribed", "mig"])
+def test_a_windowed_run_splits_the_day_as_the_full_run(case, warehouses, tmp_path):
+    """A run with --from/--to reads its pods through sql/scope/ and keeps only its days' rows:
+    the node's sharing labels and the pods' MIG devices come through it, so the day splits and
+    the finding read as in the full run."""
+    from datetime import date
+
+    db = tmp_path / "w.duckdb"
+    run(HERE / case, db, day_from=date(2026, 6, 1), day_to=date(2026, 6, 1))
+    for sql in ("select * from marts.allocation order by all",
+                "select code, resource_id, seconds, amount_at_stake, message from marts.findings order by all"):
+        assert q(db, sql) == q(warehouses[case], sql), sql
