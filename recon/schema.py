@@ -124,7 +124,7 @@ MARTS: dict[str, dict] = {
             "code": "A finding code of docs/design.md (BILLED_AFTER_EXIT, STORAGE_LINGERING, SERVERLESS_IDLE_EXCESS, "
                     "BILLED_WITHOUT_ACTIVITY, ACTIVITY_WITHOUT_BILLING, BILLED_EXCEEDS_RUNTIME, RATE_MISMATCH, "
                     "DUPLICATE_BILLING, STARTUP_BUDGET_EXCEEDED, UNSCHEDULABLE_GPU, SCALE_TO_ZERO_LATE, "
-                    "SAVINGS_PLAN_UNUSED, SAVINGS_PLAN_EXPIRING, BALANCE_BELOW_ONE_HOUR) or RATE_MISSING",
+                    "GPU_SHARED_OVERSUBSCRIBED, SAVINGS_PLAN_UNUSED, SAVINGS_PLAN_EXPIRING, BALANCE_BELOW_ONE_HOUR) or RATE_MISSING",
             "severity": "`info`, `warning` or `error`",
             "resource_id": "Billed resource the finding is about",
             "day": "UTC day",
@@ -135,7 +135,8 @@ MARTS: dict[str, dict] = {
             "message": "A sentence naming the evidence and the threshold",
             "namespace": "Kubernetes namespace of the workload the finding is about: the pod's (STARTUP_BUDGET_EXCEEDED, "
                          "UNSCHEDULABLE_GPU), the last workload before the tail (BILLED_AFTER_EXIT), the ScaledObject's "
-                         "(SCALE_TO_ZERO_LATE), the workloads' when they all share one owner (ACTIVITY_WITHOUT_BILLING); "
+                         "(SCALE_TO_ZERO_LATE), the workloads' when they all share one owner (ACTIVITY_WITHOUT_BILLING, "
+                         "GPU_SHARED_OVERSUBSCRIBED); "
                          "NULL where no workload explains the money",
             "owner_kind": "Kind of what owns that workload (intermediate.int_k8s__pod_owners): the KEDA object whose "
                           "setting scales it (`ScaledObject` or `ScaledJob`, by name) where one matches, else the "
@@ -204,7 +205,7 @@ MARTS: dict[str, dict] = {
         },
     },
     "workloads": {
-        "grain": "one row per GPU workload (cluster, pod_uid): a pod with a GPU limit, scheduled on a node that maps to a billed resource (the last run's window, as the intermediate tables: a windowed run replaces it whole)",
+        "grain": "one row per GPU workload (cluster, pod_uid): a pod with a GPU or MIG limit, scheduled on a node that maps to a billed resource (the last run's window, as the intermediate tables: a windowed run replaces it whole)",
         "columns": {
             "cluster": "Cluster the pod was seen in",
             "pod_uid": "Kubernetes metadata.uid of the pod",
@@ -218,6 +219,8 @@ MARTS: dict[str, dict] = {
             "scheduled_at": "PodScheduled became True (UTC): the GPUs are held from here",
             "ready_at": "Ready became True (UTC): startup ends, busy begins",
             "window_end_at": "The task finished, else the pod was deleted (UTC): the GPUs are free from here",
+            "mig_profiles": "MIG devices the pod limits instead of whole GPUs, `<profile>: <count>` (e.g. `mig-1g.10gb: 1`); NULL: none",
+            "gpu_fraction": "Physical GPUs the pod held, what marts.allocation splits its node's money by: nvidia.com/gpu ÷ replicas on a time-sliced node (1/4 for one of 4), a MIG device's <n>g compute slices ÷ 7 on an A100 or H100 (1/7 for mig-1g.10gb), else its nvidia.com/gpu and MIG devices as whole GPUs (rounded to 6 places; shares use the exact fraction)",
         },
     },
     "pod_buckets": {
@@ -299,6 +302,10 @@ MARTS: dict[str, dict] = {
             "gpu_capacity": "Largest status.capacity nvidia.com/gpu any version showed (NULL: none)",
             "created_at": "metadata.creationTimestamp (UTC): registered",
             "removed_at": "When it was deleted: its deletionTimestamp, else its creationTimestamp when a DELETED version carries none (UTC; NULL if no DELETED version)",
+            "gpu_sharing": "How its GPUs are shared and counted: `time-slicing` or `mps` (nvidia.com/gpu.sharing-strategy with a whole nvidia.com/gpu.replicas), `mig-mixed` (nvidia.com/mig.strategy=mixed on an A100 or H100 with nvidia.com/gpu.count), else `none` (whole nvidia.com/gpu)",
+            "physical_gpus": "Physical GPUs: capacity nvidia.com/gpu ÷ replicas when time-sliced, nvidia.com/gpu.count for MIG, else the capacity",
+            "gpu_replicas": "Replicas per physical GPU (nvidia.com/gpu.replicas when time-sliced, else 1)",
+            "gpu_note": "Why its sharing labels were not used and its pods count in whole GPUs (replicas missing or malformed, a MIG product without a known slice count, MIG's single strategy); NULL: none",
         },
     },
     "waste": {

@@ -128,7 +128,7 @@ def test_overlapping_pods_split_by_gpu_share_of_the_node(sim_run, tmp_path):
     # two 1-GPU pods start together on 68r9sn4i2h14we; give one of them 3 GPUs
     uid = con.execute("select pod_uid from intermediate.int_resource__workloads where resource_id = "
                       "'68r9sn4i2h14we' order by scheduled_at, ready_at desc limit 1").fetchone()[0]
-    con.execute("update intermediate.int_resource__workloads set gpus = 3, team = 'big' "
+    con.execute("update intermediate.int_resource__workloads set gpus = 3, gpu_slots = 3, team = 'big' "
                 "where pod_uid = ?", [uid])
     rebuild_allocation(con)
     shares = exports.allocate(con, date(2026, 6, 1), date(2026, 6, 1))

@@ -75,7 +75,7 @@ def expected_metrics(con, day: str) -> dict:
     # money at stake that is not on the day's bill (written out here, not read from the code)
     outside = con.execute("select coalesce(sum(amount_at_stake), 0) from marts.findings where "
                           "day = ? and code in ('SAVINGS_PLAN_UNUSED', 'ACTIVITY_WITHOUT_BILLING', "
-                          "'BALANCE_BELOW_ONE_HOUR')", [d]).fetchone()[0]
+                          "'BALANCE_BELOW_ONE_HOUR', 'GPU_SHARED_OVERSUBSCRIBED')", [d]).fetchone()[0]
     week = con.execute("select sum(billed_amount) from marts.resource_day where day between ? and ?",
                        [date.fromordinal(d.toordinal() - 6), d]).fetchone()[0]
     prev = con.execute("select coalesce(sum(billed_amount), 0) from marts.resource_day "

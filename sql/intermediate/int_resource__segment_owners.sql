@@ -7,7 +7,8 @@
 -- * a tail: the session's last pod (intermediate.int_resource__tail_model); cause keda_cooldown
 --   when KEDA's scale to zero ended it, hpa_scale_down when the HPA's N → 1, else
 --   tail_after_exit;
--- * a startup segment with pods starting in it: those pods, by GPUs; cause startup;
+-- * a startup segment with pods starting in it: those pods, by the GPU fractions they hold
+--   (slots); cause startup;
 -- * the opening of a session, before its first pod is scheduled (node boot: startup; the node
 --   Ready and the pod still Pending: unschedulable_wait): the pods scheduled first in the session
 --   when they were created before the session began, i.e. the node was brought up for them
@@ -15,7 +16,8 @@
 --   found a node already waiting: no owner by this rule, the gap stays idle;
 -- * an idle gap between two workloads of the session: the owners of the workloads that ended
 --   last before it and of those scheduled first after it; one owner takes it whole, different
---   owners share it by their GPU-seconds on the resource that day; cause idle_between_jobs;
+--   owners share it by their GPU-seconds (fractions of GPUs held × seconds) on the resource
+--   that day; cause idle_between_jobs;
 -- * what these leave without an owner, on a resource whose Kubernetes node carries a team label
 --   (mapping.team_labels, e.g. a node pool reserved for a team): that team, owner kind `Node`
 --   and the node's name, NULL namespace;
@@ -52,7 +54,9 @@ node_ready as (
 ),
 
 owned as (
-    select w.resource_id, w.gpus, w.scheduled_at, w.ready_at, w.window_end_at, w.namespace,
+    -- gpus in slots (a replica of a time-sliced GPU, a MIG compute slice, else a GPU:
+    -- intermediate.int_k8s__node_gpus), so shares are by the fraction of a GPU each pod held
+    select w.resource_id, w.gpu_slots as gpus, w.scheduled_at, w.ready_at, w.window_end_at, w.namespace,
            o.owner_kind, o.owner_name, coalesce(w.team, '__unallocated__') as team, k.created_at
     from workloads w
     left join pod_owners o on o.cluster is not distinct from w.cluster and o.pod_uid = w.pod_uid

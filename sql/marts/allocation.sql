@@ -5,19 +5,23 @@
 -- the workload's owner (intermediate.int_k8s__pod_owners) or the segment's (a node: `Node`).
 -- A startup segment's cause here is `startup` whole: marts.waste alone splits the runs a
 -- startup probe killed out of it (`probe_restarts`).
--- Exact decimals: a share (GPUs held ÷ capacity, seconds ÷ seconds) is a ratio DuckDB computes
+-- Exact decimals: a share (slots held ÷ capacity, seconds ÷ seconds) is a ratio DuckDB computes
 -- in double, so each piece is cast to DECIMAL where it is cut (deterministic: the same inputs
 -- give the same digits) and every sum after that is a decimal sum (order-free: a rerun, a
 -- parallel plan or an incremental build gives the same rows). What the cuts lose (< 1e-9 USD
 -- per resource-day) goes to the resource-day's largest row (`tie` below); a gap over 1e-6 USD
 -- is the `unreconciled` row of the last rule.
 -- Rules (OpenCost-style: leftovers are rows, so totals tie to the bill):
--- * instance busy/startup segments: each GPU workload present gets its GPUs ÷ max(node GPU
---   capacity, GPUs held); the GPUs nobody held while it worked → `__idle__`;
+-- * instance busy/startup segments: each GPU workload present gets the GPU fraction it held ÷
+--   max(node's physical GPUs, fractions held), counted in slots (intermediate.int_k8s__node_gpus:
+--   one replica of a time-sliced GPU, one compute slice of a MIG GPU, else one GPU): a pod
+--   holding 1 of 4 replicas of a node's one GPU gets 1/4, `nvidia.com/mig-1g.10gb: 1` on an
+--   A100 1/7; the share nobody held while it worked → `__idle__`. No node's pods get more than
+--   its bill;
 -- * the rest of a startup segment, node boot, idle_gap, tail and unobserved: the owners of
 --   intermediate.int_resource__segment_owners (the rules of marts.waste) by their weights, as
---   their team, namespace (`__node__` for a node's team label) and owner name as `workload`; a segment
---   with no owner → `__idle__` (`__unallocated__` when unobserved);
+--   their team, namespace (`__node__` for a node's team label) and owner name as `workload`; a
+--   segment with no owner → `__idle__` (`__unallocated__` when unobserved);
 -- * storage_running follows the resource-day's compute split (by seconds); storage_lingering
 --   → `__idle__`; network volumes: the lingering part of each hour → `__idle__`, the attached
 --   part → `__unallocated__` (a volume has no team);
@@ -70,8 +74,8 @@ segments as (
 
 present as (
     select g.resource_id, g.seg_start, g.day, g.category, g.ms, g.amount_usd, g.expected_usd,
-           w.team, w.namespace, w.workload, w.gpus, o.owner_kind, o.owner_name,
-           sum(w.gpus) over (partition by g.resource_id, g.seg_start) as held
+           w.team, w.namespace, w.workload, w.gpu_slots as gpus, o.owner_kind, o.owner_name,
+           sum(w.gpu_slots) over (partition by g.resource_id, g.seg_start) as held
     from segments g
     join workloads w
       on w.resource_id = g.resource_id and g.category in ('busy', 'startup')
@@ -80,7 +84,7 @@ present as (
 ),
 
 shares as (
-    select p.*, greatest(coalesce(c.gpus, 0), p.held) as total
+    select p.*, greatest(coalesce(c.slots, 0), p.held) as total
     from present p left join gpu_capacity c using (resource_id)
 ),
 

@@ -206,6 +206,7 @@ unioned as (
     select * from after_exit
     union all select * from activity_without_billing
     union all select * from intermediate.int_findings__workloads
+    union all select * from intermediate.int_findings__gpu_sharing
     union all select *, null::varchar, null::varchar, null::varchar, null::varchar from unowned
 ),
 
