@@ -28,7 +28,8 @@
 -- the next active poll (demand back) nor, with minReplicaCount 0, lastActiveTime +
 -- cooldownPeriod: from there KEDA scales the whole target to zero, N → 0 (kedacore/keda#7770),
 -- and a delay is SCALE_TO_ZERO_LATE's, so no second is money twice. A replica's seconds are
--- priced as SCALE_TO_ZERO_LATE's: the node's compute rate × its share of the node's GPUs.
+-- those its node billed compute for (its compute sessions), priced as SCALE_TO_ZERO_LATE's: the
+-- node's compute rate × the replica's share of the node's GPUs.
 with objects as (
     select * from staging.stg_k8s__scaled_objects where kind = 'ScaledObject'
 ),
@@ -63,8 +64,11 @@ judged as (
 ),
 
 replicas as (
+    -- a replica is held until its deletion was requested, else its end; no later than the end
+    -- of its node's compute session (a replica whose end the watch did not see is not held
+    -- past its node's bill)
     select j.*, w.resource_id, w.pod_name, w.gpus, w.team,
-           coalesce(least(k.deletion_requested_at, w.window_end_at), w.window_end_at) as held_until
+           least(k.deletion_requested_at, w.window_end_at, c.end_at) as held_until
     from judged j
     join intermediate.int_k8s__pod_owners p
       on p.cluster is not distinct from j.cluster and p.namespace = j.namespace
@@ -73,6 +77,8 @@ replicas as (
       on w.cluster is not distinct from p.cluster and w.pod_uid = p.pod_uid
     left join intermediate.int_k8s__workloads k
       on k.cluster is not distinct from w.cluster and k.pod_uid = w.pod_uid
+    left join intermediate.int_resource__compute_sessions c
+      on c.resource_id = w.resource_id and c.start_at <= w.scheduled_at and c.end_at > w.scheduled_at
     where w.scheduled_at < j.due_at
 ),
 
@@ -93,13 +99,21 @@ surplus as (
     where held_rank > hpa_min_replicas and least(held_until, judged_until) > due_at
 ),
 
+billed as (
+    -- the part of each surplus span its node billed compute for
+    select u.*, greatest(u.due_at, c.start_at) as billed_from, least(u.surplus_until, c.end_at) as billed_until
+    from surplus u
+    join intermediate.int_resource__compute_sessions c
+      on c.resource_id = u.resource_id and c.start_at < u.surplus_until and c.end_at > u.due_at
+),
+
 scale_ins as (
     -- the HPA's first scale-in after the fall: core/v1 SuccessfulRescale, "New size: %d; reason:
     -- %s", the reason "All metrics below target" when it scales in (horizontal.go,
     -- reconcileAutoscaler)
     select s.cluster, s.namespace, s.name, s.fell_at,
            min(e.last_at) as scaled_in_at, arg_min(e.message, row(e.last_at, e.message)) as scaled_in_message
-    from (select distinct cluster, namespace, name, hpa_name, fell_at from surplus) s
+    from (select distinct cluster, namespace, name, hpa_name, fell_at from billed) s
     join staging.stg_k8s__events e
       on e.cluster is not distinct from s.cluster and e.object_namespace = s.namespace
      and e.object_kind = 'HorizontalPodAutoscaler' and e.object_name = s.hpa_name
@@ -112,10 +126,10 @@ final as (
     select
         'HPA_SCALE_DOWN_SLOW' as code, 'warning' as severity, u.resource_id,
         cast(date_trunc('day', u.due_at) as date) as day,
-        u.due_at as window_start, max(u.surplus_until) as window_end,
-        sum(epoch_ms(u.surplus_until) - epoch_ms(u.due_at)) as ms,
-        cast(sum(r.compute_rate_per_hour * (epoch_ms(u.surplus_until) - epoch_ms(u.due_at))
-                 / 3600000 * u.gpus / greatest(coalesce(c.gpus, u.gpus), u.gpus)) as decimal(38, 12))
+        min(u.billed_from) as window_start, max(u.billed_until) as window_end,
+        sum(epoch_ms(u.billed_until) - epoch_ms(u.billed_from)) as ms,
+        cast(sum(r.compute_rate_per_hour * (epoch_ms(u.billed_until) - epoch_ms(u.billed_from))
+                 / 3600000 * u.gpus / greatest(coalesce(g.gpus, u.gpus), u.gpus)) as decimal(38, 12))
             as amount_at_stake,
         'The HPA ' || any_value(u.hpa_name) || ' of ScaledObject ' || u.namespace || '/' || u.name || ' kept '
             || any_value(u.replicas_at_due) || ' replicas of ' || u.namespace || '/' || any_value(u.target_name)
@@ -130,18 +144,18 @@ final as (
             || coalesce('it scaled in at ' || strftime(any_value(i.scaled_in_at), '%Y-%m-%dT%H:%M:%SZ')
                         || ' (SuccessfulRescale "' || any_value(i.scaled_in_message) || '")',
                         'no SuccessfulRescale scale-in of it is in the input')
-            || '. ' || count(*) || ' surplus replica(s) on ' || u.resource_id || ' ('
-            || string_agg(u.pod_name, ', ' order by u.pod_name) || '): '
-            || (sum(epoch_ms(u.surplus_until) - epoch_ms(u.due_at)) // 1000) || ' s billed.' as message,
+            || '. ' || count(distinct u.pod_name) || ' surplus replica(s) on ' || u.resource_id || ' ('
+            || string_agg(distinct u.pod_name, ', ' order by u.pod_name) || '): '
+            || (sum(epoch_ms(u.billed_until) - epoch_ms(u.billed_from)) // 1000) || ' s billed.' as message,
         -- the ScaledObject whose HPA held them owns it; its replicas' team (the least, should
         -- they differ, so that runs agree)
         u.namespace, 'ScaledObject' as owner_kind, u.name as owner_name, min(u.team) as team
-    from surplus u
+    from billed u
     left join scale_ins i
       on i.cluster is not distinct from u.cluster and i.namespace = u.namespace and i.name = u.name
      and i.fell_at = u.fell_at
     left join intermediate.int_runpod__pod_rates r on r.pod_id = u.resource_id
-    left join intermediate.int_resource__gpu_capacity c using (resource_id)
+    left join intermediate.int_resource__gpu_capacity g using (resource_id)
     group by u.resource_id, u.cluster, u.namespace, u.name, u.fell_at, u.due_at
 )
 

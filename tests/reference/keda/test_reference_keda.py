@@ -124,6 +124,47 @@ def test_a_scale_in_just_inside_the_window_and_tolerance_is_no_finding(tmp_path)
     assert findings("hpa-prompt", tmp_path) == []
 
 
+def test_the_tolerance_is_the_configured_one(tmp_path):
+    """hpa-prompt with [thresholds] hpa_scale_down_tolerance_seconds = 0: due 10:20:30 + 300 s =
+    10:25:30, and q7m4w's deletion was requested at 10:26:20: 50 s held beyond it."""
+    import shutil
+
+    case = tmp_path / "in"
+    shutil.copytree(HERE / "hpa-prompt", case)
+    with open(case / "recon.toml", "a", encoding="utf-8") as f:
+        f.write("\n[thresholds]\nhpa_scale_down_tolerance_seconds = 0\n")
+    db = tmp_path / "w.duckdb"
+    run(case, db)
+    [(code, rid, secs, amount, msg)] = q(db, "select code, resource_id, seconds, amount_at_stake, message "
+                                             "from marts.findings")
+    held = (10 * 3600 + 26 * 60 + 20) - (10 * 3600 + 20 * 60 + 30 + 300)
+    assert (code, rid, secs, amount) == ("HPA_SCALE_DOWN_SLOW", "rpb2llm", held, money(held))
+    assert "hpa_scale_down_tolerance_seconds 0 s" in msg and "it scaled in at 2026-06-01T10:26:20Z" in msg
+
+
+def test_a_surplus_replica_whose_end_is_not_seen_is_held_until_its_nodes_bill_ends(tmp_path):
+    """hpa-slow without q7m4w's last three watch lines (deletion requested, terminated, DELETED):
+    its end is unknown. It is held no later than its node's compute: rpb2llm bills until 10:46:00
+    (billing-pods.json: 2.76 at $3.60/h in the 10:00 hour = 2760 s), before KEDA's own deadline
+    (lastActiveTime 10:20:00 + cooldownPeriod 1800 s = 10:50:00). So q7m4w (10:46:00) is still
+    the replica held shorter than k2x9p (deletion requested 10:50:21), and the surplus:
+    [10:26:30, 10:46:00)."""
+    import shutil
+
+    case = tmp_path / "in"
+    shutil.copytree(HERE / "hpa-slow", case)
+    lines = (case / "pods-watch.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    assert all("q7m4w" in line for line in lines[9:]) and len(lines) == 12
+    (case / "pods-watch.jsonl").write_text("".join(lines[:9]), encoding="utf-8")
+    db = tmp_path / "w.duckdb"
+    run(case, db)
+    [(rid, secs, amount, msg)] = q(db, "select resource_id, seconds, amount_at_stake, message "
+                                       "from marts.findings where code = 'HPA_SCALE_DOWN_SLOW'")
+    billed = (10 * 3600 + 46 * 60) - (10 * 3600 + 26 * 60 + 30)
+    assert (rid, secs, amount) == ("rpb2llm", billed, money(billed))
+    assert f"for {billed} s beyond" in msg and f"(llm-6d8f9c7b5-q7m4w): {billed} s billed." in msg
+
+
 def owners(case: str, tmp_path) -> list[tuple]:
     db = tmp_path / f"{case}.duckdb"
     run(HERE / case, db)
