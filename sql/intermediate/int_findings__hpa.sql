@@ -15,7 +15,8 @@
 -- not landed either. What is landed is KEDA's view: the ScaledObject's Active condition turns
 -- False at KEDA's first poll with no trigger above its activation threshold (its versions here:
 -- the turn's lastTransitionTime, the least among the versions that share the spell's
--- lastActiveTime). A trigger below its activation threshold is below its target, so from then
+-- lastActiveTime). A trigger at or below its activation threshold is at or below its target
+-- (where the activation threshold is at most the target; KEDA's default is 0), so from then
 -- every HPA recommendation is its minReplicas: the ScaledObject's minReplicaCount, 1 when that
 -- is 0 (kedacore/keda controllers/keda/hpa.go, getHPAMinReplicas). That instant is the latest
 -- demand can have fallen; a fall below target while a trigger stayed active (the HPA's own
