@@ -77,7 +77,15 @@ class Mapping:
     node_label: str = "runpod.io/pod-id"
     provider_id_prefix: str = "runpod://"
     use_node_name: bool = True
+    # The labels that name a pod's (or a node's) team, in order: the first one the object carries
+    # with a non-empty value wins, e.g. ["team", "app.kubernetes.io/part-of"]. Empty: the single
+    # `team_label`, which is what a file written for one label keeps meaning.
     team_label: str = "team"
+    team_labels: tuple[str, ...] = ()
+
+    @property
+    def effective_team_labels(self) -> tuple[str, ...]:
+        return self.team_labels or (self.team_label,)
 
 
 @dataclass(frozen=True)

@@ -200,6 +200,8 @@ def node_versions(inst: Instance, rv: RV) -> list[tuple[str, dict]]:
         labels = {"kubernetes.io/hostname": inst.node_name, "nvidia.com/gpu.product":
                   inst.gpu_type.replace(" ", "-"), "node.kubernetes.io/instance-type": "runpod"}
         spec: dict = {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]}
+        if inst.role == "forgotten":
+            labels["team"] = "search"
         if inst.mapping == "label":
             labels["runpod.io/pod-id"] = inst.pod_id
         elif inst.mapping == "provider":

@@ -281,7 +281,8 @@ def build_world(seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2
                               namespace="ml-batch", team="vision", node=None, gpus=1, created=t,
                               scheduled=None, deleted=t + 120))
 
-    # A forgotten pod: a Ready GPU node, billed all window, nothing ever scheduled on it.
+    # A forgotten pod: a Ready GPU node, billed all window, nothing ever scheduled on it. A node
+    # pool reserved for one team brought it up, and labels its nodes with that team.
     forgotten = new_inst(nodes, "forgotten", created=w0, terminated=None)
     forgotten.sessions.append(Session(start=w0, stop=end, node_uid=ids.uid(),
                                       node_registered=w0 + 80, node_ready=w0 + 100))

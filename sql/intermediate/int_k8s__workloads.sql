@@ -33,7 +33,7 @@ folded as (
         coalesce(max(main_status.restartCount), 0) as restarts,
         min(deletion_at - to_seconds(coalesce(deletion_grace_seconds, 0))) as deletion_requested_at,
         bool_or(event_type = 'DELETED') as deleted,
-        max(labels ->> ('$."' || cfg('team_label') || '"')) as team,
+        max(label_of(labels, team_labels())) as team,
         -- the workload a pod belongs to: a naming label, else its name without generated suffixes
         coalesce(nullif(max(labels ->> '$."app.kubernetes.io/name"'), ''), nullif(max(labels ->> '$.app'), ''),
                  nullif(max(labels ->> '$."scaledjob.keda.sh/name"'), ''),
