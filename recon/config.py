@@ -56,6 +56,10 @@ class Thresholds:
     # SCALE_TO_ZERO_LATE: KEDA scaled to zero later than last active + cooldownPeriod +
     # pollingInterval + this.
     scale_to_zero_tolerance_seconds: NonNegativeInt = 60
+    # HPA_SCALE_DOWN_SLOW: the HPA held replicas above its minReplicas later than the demand fall
+    # KEDA saw (its Active condition's turn to False) + scaleDown stabilizationWindowSeconds +
+    # this (the HPA syncs every 15 s; the rest is slack).
+    hpa_scale_down_tolerance_seconds: NonNegativeInt = 60
     # SAVINGS_PLAN_EXPIRING: warn this many days before a plan's fixed expiry.
     savings_plan_expiry_warning_days: NonNegativeInt = 14
     # Settlement: a bill bucket pulled less than this long after it ended is `provisional`

@@ -124,7 +124,7 @@ MARTS: dict[str, dict] = {
             "code": "A finding code of docs/design.md (BILLED_AFTER_EXIT, STORAGE_LINGERING, SERVERLESS_IDLE_EXCESS, "
                     "BILLED_WITHOUT_ACTIVITY, ACTIVITY_WITHOUT_BILLING, BILLED_EXCEEDS_RUNTIME, RATE_MISMATCH, "
                     "DUPLICATE_BILLING, STARTUP_BUDGET_EXCEEDED, UNSCHEDULABLE_GPU, SCALE_TO_ZERO_LATE, "
-                    "GPU_SHARED_OVERSUBSCRIBED, SAVINGS_PLAN_UNUSED, SAVINGS_PLAN_EXPIRING, BALANCE_BELOW_ONE_HOUR) or RATE_MISSING",
+                    "GPU_SHARED_OVERSUBSCRIBED, HPA_SCALE_DOWN_SLOW, SAVINGS_PLAN_UNUSED, SAVINGS_PLAN_EXPIRING, BALANCE_BELOW_ONE_HOUR) or RATE_MISSING",
             "severity": "`info`, `warning` or `error`",
             "resource_id": "Billed resource the finding is about",
             "day": "UTC day",
@@ -135,8 +135,8 @@ MARTS: dict[str, dict] = {
             "message": "A sentence naming the evidence and the threshold",
             "namespace": "Kubernetes namespace of the workload the finding is about: the pod's (STARTUP_BUDGET_EXCEEDED, "
                          "UNSCHEDULABLE_GPU), the last workload before the tail (BILLED_AFTER_EXIT), the ScaledObject's "
-                         "(SCALE_TO_ZERO_LATE), the workloads' when they all share one owner (ACTIVITY_WITHOUT_BILLING, "
-                         "GPU_SHARED_OVERSUBSCRIBED); "
+                         "(SCALE_TO_ZERO_LATE, HPA_SCALE_DOWN_SLOW), the workloads' when they all share one owner "
+                         "(ACTIVITY_WITHOUT_BILLING, GPU_SHARED_OVERSUBSCRIBED); "
                          "NULL where no workload explains the money",
             "owner_kind": "Kind of what owns that workload (intermediate.int_k8s__pod_owners): the KEDA object whose "
                           "setting scales it (`ScaledObject` or `ScaledJob`, by name) where one matches, else the "

@@ -85,6 +85,7 @@ def test_costs_rows_follow_the_allocation_rules(month_export):
     assert teams == {("nlp", "ml-batch", "batch-infer"), ("search", "ml-batch", "batch-infer"),
                      ("vision", "ml-batch", "batch-infer"), ("search", "ml-serve", "gpu-warm-pool"),
                      ("search", "ml-serve", "llm-serve"),  # the ScaledObject's replicas (simulate.keda)
+                     ("search", "ml-serve", "llm-warm"),  # and llm-warm's (simulate.hpa_slow)
                      ("search", "__node__", forgotten[0][0])}
     # every category's money in the file equals the mart's (within the marts' own 1e-9 rounding)
     by_cat = {}

@@ -10,6 +10,7 @@ from functools import lru_cache
 import numpy as np
 import orjson
 
+from .hpa_slow import write_hpa
 from .keda import write_keda
 from .world import CLUSTER, COOLDOWN, POLLING, PROBE_FAILURES, PROBE_PERIOD, Instance, Job, World
 
@@ -318,4 +319,5 @@ def write_k8s(world: World, out, rv: RV) -> list[str]:
                                 "metadata": {"resourceVersion": ""}, "items": events}, 1))
     with open(k8s / "keda.json", "w", encoding="utf-8") as f:
         json.dump(scaled_objects(), f, indent=1)
-    return [*files, "nodes-watch.json", "events.json", "keda.json", *write_keda(world, k8s)]
+    return [*files, "nodes-watch.json", "events.json", "keda.json", *write_keda(world, k8s),
+            *write_hpa(world, k8s)]

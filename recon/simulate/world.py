@@ -129,6 +129,7 @@ class World:
     endpoints: list[Endpoint]
     volumes: list[NetworkVolume]
     keda_cycles: list = field(default_factory=list)  # recon.simulate.keda.Cycle
+    hpa_cycles: list = field(default_factory=list)  # recon.simulate.hpa_slow.HpaCycle
 
     @property
     def window_start(self) -> int:
@@ -333,7 +334,9 @@ def build_world(seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2
                                       node_ready=born))
     world = World(seed=seed, start_day=start_day, days=days, instances=instances, endpoints=eps,
                   volumes=vols)
-    from .keda import add_keda_fleet  # (it builds on this module's types)
+    from .hpa_slow import add_hpa_fleet  # (they build on this module's types)
+    from .keda import add_keda_fleet
 
     add_keda_fleet(world)
+    add_hpa_fleet(world)
     return world

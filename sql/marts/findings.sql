@@ -6,9 +6,10 @@
 -- idle nodes' idle_gap holds it); RATE_MISMATCH is price, not time.
 -- Who a finding is about (namespace, owner_kind, owner_name, team, the last columns): the pod's
 -- for a pod's finding; the last workload's for a tail (BILLED_AFTER_EXIT); the ScaledObject's
--- for SCALE_TO_ZERO_LATE; the workloads' for ACTIVITY_WITHOUT_BILLING when they all agree. NULL
--- where no workload explains the money (no node life, the bill itself, storage, serverless,
--- commitments, the account), never spread over teams: a group by team keeps it apart.
+-- for SCALE_TO_ZERO_LATE and HPA_SCALE_DOWN_SLOW; the workloads' for ACTIVITY_WITHOUT_BILLING
+-- when they all agree. NULL where no workload explains the money (no node life, the bill itself,
+-- storage, serverless, commitments, the account), never spread over teams: a group by team keeps
+-- it apart.
 with settings as (
     select
         cfg_int('storage_lingering_age_seconds') as lingering_age_s,
@@ -207,6 +208,7 @@ unioned as (
     union all select * from activity_without_billing
     union all select * from intermediate.int_findings__workloads
     union all select * from intermediate.int_findings__gpu_sharing
+    union all select * from intermediate.int_findings__hpa
     union all select *, null::varchar, null::varchar, null::varchar, null::varchar from unowned
 ),
 
