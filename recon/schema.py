@@ -142,11 +142,13 @@ MARTS: dict[str, dict] = {
                           "setting scales it (`ScaledObject` or `ScaledJob`, by name) where one matches, else the "
                           "controller its pod's metadata.ownerReferences name, resolved: `Deployment` (a ReplicaSet "
                           "named `<deployment>-<pod-template-hash>`), `ReplicaSet`, `Job`, `StatefulSet` or "
-                          "`DaemonSet`; NULL for a bare pod, another kind of owner, or when no workload explains "
+                          "`DaemonSet`; `Node` for BILLED_WITHOUT_ACTIVITY on a node whose team label names a team "
+                          "(NULL namespace); NULL for a bare pod, another kind of owner, or when no workload explains "
                           "the finding",
             "owner_name": "Name of that owner (in `namespace`); NULL with `owner_kind`",
-            "team": "The workload's team label (`mapping.team_labels`). NULL, never a marker, where no workload explains "
-                    "the money (BILLED_WITHOUT_ACTIVITY, BILLED_EXCEEDS_RUNTIME, DUPLICATE_BILLING, RATE_MISMATCH, "
+            "team": "The workload's team label (`mapping.team_labels`), or the node's for BILLED_WITHOUT_ACTIVITY. NULL, "
+                    "never a marker, where no workload explains the money (BILLED_WITHOUT_ACTIVITY on an unlabelled "
+                    "node, BILLED_EXCEEDS_RUNTIME, DUPLICATE_BILLING, RATE_MISMATCH, "
                     "RATE_MISSING, STORAGE_LINGERING, SERVERLESS_IDLE_EXCESS, savings plans, the balance) or the pod "
                     "has no such label: a group by team keeps that money apart as its own NULL group",
         },

@@ -192,7 +192,8 @@ CASES = {
         f"{NN}(message)": null(FND, "message"),
         f"{IN_SET}(owner_kind)": set_(FND, "owner_kind = 'Pod'", "owner_kind is not null"),
         f"{NN}(owner_name where owner_kind is not null)": null(FND, "owner_name", "owner_kind is not null"),
-        f"{NN}(namespace where owner_kind is not null)": null(FND, "namespace", "owner_kind is not null"),
+        f"{NN}(namespace where (owner_kind is not null) and (owner_kind != 'Node'))": null(
+            FND, "namespace", "owner_kind is not null and owner_kind <> 'Node'"),
     },
     WL: {
         f"{NN}(cluster)": null(WL, "cluster"),

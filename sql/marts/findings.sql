@@ -94,6 +94,16 @@ work_days as (
     from intermediate.int_resource__workloads w
 ),
 
+-- the team a node's label names (intermediate.int_resource__segment_owners' last rule), where
+-- it names one on that resource-day: who left the node up with nothing on it
+node_owner_days as (
+    select resource_id, day, any_value(owner_name) as owner_name, any_value(team) as team
+    from intermediate.int_resource__segment_owners
+    where owner_kind = 'Node'
+    group by all
+    having count(distinct (owner_name, team)) = 1
+),
+
 without_activity as (
     select
         'BILLED_WITHOUT_ACTIVITY', 'warning', d.resource_id, d.day,
@@ -106,8 +116,11 @@ without_activity as (
                     then ' but maps to no Kubernetes node, so no workload was observed on it'
                     else ' but no GPU workload ran on its node that day' end
             || '; threshold billed_without_activity_min_seconds = ' || t.bwa_min_s || ' s.'
+            || coalesce(' Node ' || n.owner_name || ' is labelled team ' || n.team || '.', ''),
+        null::varchar, case when n.team is not null then 'Node' end, n.owner_name, n.team
     from marts.resource_day d
     cross join settings t
+    left join node_owner_days n using (resource_id, day)
     where d.resource_kind = 'instance' and d.billed_seconds > t.bwa_min_s
       and d.billed_after_exit_seconds = 0
       and not exists (select 1 from work_days w where w.resource_id = d.resource_id and w.day = d.day)
@@ -197,7 +210,6 @@ rate_missing as (
 unowned as (
     select * from lingering
     union all select * from idle_excess
-    union all select * from without_activity
     union all select * from rate_missing
     union all select * from intermediate.int_findings__billing
     union all select * from intermediate.int_findings__commitments
@@ -206,6 +218,7 @@ unowned as (
 unioned as (
     select * from after_exit
     union all select * from activity_without_billing
+    union all select * from without_activity
     union all select * from intermediate.int_findings__workloads
     union all select * from intermediate.int_findings__gpu_sharing
     union all select * from intermediate.int_findings__hpa

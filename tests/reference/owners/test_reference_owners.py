@@ -74,6 +74,11 @@ def test_a_node_pools_team_label_owns_the_node_no_workload_explains(tmp_path):
                      ("rpn1idle", "startup", *POOL, Decimal(60), usd(60))]
     assert alloc == [("search", "__node__", "gpu-n", "idle_gap", Decimal(7140), usd(7140)),
                      ("search", "__node__", "gpu-n", "startup", Decimal(60), usd(60))]
+    # the finding about the idle node names the same owner, and says so
+    [(code, owner, msg)] = q(tmp_path / "n.duckdb",
+                             "select code, (namespace, owner_kind, owner_name, team), message from marts.findings")
+    assert code == "BILLED_WITHOUT_ACTIVITY" and tuple(owner) == POOL
+    assert msg.endswith("Node gpu-n is labelled team search."), msg
 
 
 def test_a_node_without_a_configured_team_label_stays_unattributed(tmp_path):
