@@ -50,11 +50,13 @@ def write_serverless_extras(out: Path, start_day: date) -> list[str]:
             "workers": {"min": 1 if ep == ACTIVE else 0, "max": 3, "idleTimeout": IDLE_TIMEOUT},
             "timeout": 600000, "createdAt": iso(day_epoch(start_day) - 86400 * 30)}
            for ep in ENDPOINTS]
+    # (file names the fleet's globs in tests do not take for its own: serverless-workers*.jsonl,
+    # *jobs*.jsonl)
     (rp / "inventory-serverless-extras.json").write_text(json.dumps(
         {"endpoints": eps, "x_recon": {"endpoint": "/v2/serverless",
                                         "pulledAt": iso(day_epoch(start_day) + 60)}}, indent=1))
-    with open(rp / "serverless-workers-extras.jsonl", "w", encoding="utf-8") as wf, \
-            open(rp / "serverless-jobs-extras.jsonl", "w", encoding="utf-8") as jf:
+    with open(rp / "scenario-workers.jsonl", "w", encoding="utf-8") as wf, \
+            open(rp / "scenario-job-records.jsonl", "w", encoding="utf-8") as jf:
         for ep, x in t.items():
             wid = f"wk-{ep}"
             for at in x["seen"]:
@@ -99,8 +101,8 @@ def write_serverless_extras(out: Path, start_day: date) -> list[str]:
         for k in ("serverlessGpuAmount", "totalAmount"):
             a[k] = money(Decimal(str(a.get(k, 0))) + Decimal(str(r["gpuAmount"])))
     acct_path.write_text(json.dumps(acct, indent=1))
-    return ["inventory-serverless-extras.json", "serverless-workers-extras.jsonl",
-            "serverless-jobs-extras.jsonl", "billing-serverless-extras.json"]
+    return ["inventory-serverless-extras.json", "scenario-workers.jsonl",
+            "scenario-job-records.jsonl", "billing-serverless-extras.json"]
 
 
 def extras_truth(start_day: date, thresholds: dict) -> tuple[list[dict], list[tuple]]:

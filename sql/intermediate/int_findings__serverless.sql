@@ -44,12 +44,19 @@ endpoints as (
 ),
 
 workers as (
-    select endpoint_id, worker_id, last_started_at, last_seen_at, last_status
-    from staging.stg_runpod__workers where endpoint_id is not null
-    union all
-    -- workers responses that do not name their endpoint, tied to one by other inputs
-    select endpoint_id, worker_id, last_started_at, last_seen_at, last_status
-    from staging.stg_runpod__worker_endpoints where endpoint_id is not null
+    -- one row per worker: one seen both in responses that name its endpoint and in some that do
+    -- not (tied to it by other inputs) is one worker, as last seen
+    select endpoint_id, worker_id, max(last_seen_at) as last_seen_at,
+           arg_max(last_started_at, last_seen_at) as last_started_at,
+           arg_max(last_status, last_seen_at) as last_status
+    from (
+        select endpoint_id, worker_id, last_started_at, last_seen_at, last_status
+        from staging.stg_runpod__workers where endpoint_id is not null
+        union all
+        select endpoint_id, worker_id, last_started_at, last_seen_at, last_status
+        from staging.stg_runpod__worker_endpoints where endpoint_id is not null
+    )
+    group by endpoint_id, worker_id
 ),
 
 -- a worker alive past the point its idle timeout allows: measured from the later of its last job
@@ -69,7 +76,8 @@ not_scaled_down as (
     where coalesce(e.active_workers, 0) = 0
 ),
 
-stuck_windows as (
+-- (materialized: two readers, and its second half scans every job)
+stuck_windows as materialized (
     select
         endpoint_id, worker_id, allowed_at as from_at, last_seen_at as to_at, true as holds_idle,
         'Serverless worker ' || worker_id || ' of endpoint ' || endpoint_id || ' was still up at '

@@ -2,7 +2,7 @@
 raised and missed just under its threshold, and SERVERLESS_IDLE_EXCESS leaving them their seconds.
 
 The files in `input/` are written by hand in the shapes Runpod returns them, not by the
-simulator (one UTC day, 2026-06-01):
+simulator (2026-06-01, and one worker's first hour of 2026-06-02):
 
 * `runpod/inventory/pulled=20260601T060000Z/serverless.json`: `GET /v2/serverless` as the
   connector lands it (`x_recon` + `ListEndpointsResponse`): each `Endpoint` of
@@ -18,8 +18,8 @@ simulator (one UTC day, 2026-06-01):
   worker last started", `uptimeSeconds`), one file per pull.
 * `jobs/jobs-2026-06-01.jsonl`: the submitter's `/status` records (runpod-billing.md, "Serverless
   job records": `delayTime`, `executionTime` in milliseconds, `workerId`).
-* `runpod/billing/serverless_*.json`: `GET /v2/billing/serverless?bucketSize=hour`
-  (`ServerlessBillingRecord`, USD only; runpod-billing.md line 28: "v2 reports no seconds").
+* `runpod/billing/serverless_*.json`: `GET /v2/billing/serverless?bucketSize=hour`, one pull a
+  day (`ServerlessBillingRecord`, USD only; runpod-billing.md line 28: "v2 reports no seconds").
 * `recon.toml`: per-second rates from Runpod's endpoint settings page (RTX 4090 PRO: active
   $0.00021/s, flex $0.00031/s; A4000 flex $0.00016/s).
 
@@ -171,3 +171,20 @@ def test_execution_timeout_near_miss_under_runpod_default(con):
     """eptimeoutnr has no inventory snapshot: Runpod's default execution timeout, 600 s, applies.
     job-tnr-1 executed 1199 s: 1199 − 600 = 599 s ≤ 600 s: no finding (5 s idle, explained)."""
     assert findings(con, "eptimeoutnr") == {}
+
+
+def test_a_stuck_worker_over_midnight_is_a_finding_each_day(con):
+    """epovernight: the job ran 22:59:00-23:00:00 on 06-01; the workers API showed the worker
+    (same startedAt 22:58:00) at 01:00:00 on 06-02. Its window [23:00:05, 01:00:00) is cut at
+    midnight: 3595 s × $0.00031 = $1.11445 on 06-01, 3600 s × $0.00031 = $1.116 on 06-02. The
+    06-02 hour 00 is billed with no job, but the stuck worker holds it: no SERVERLESS_ALWAYS_ON."""
+    rows = con.execute(
+        "select day::varchar, code, strftime(window_start, '%m-%d %H:%M:%S'), "
+        "strftime(window_end, '%m-%d %H:%M:%S'), seconds, amount_at_stake from marts.findings "
+        "where resource_id = 'epovernight' order by day, code").fetchall()
+    assert rows == [
+        ("2026-06-01", "SERVERLESS_STUCK_WORKER", "06-01 23:00:05", "06-02 00:00:00",
+         Decimal("3595.000"), 3595 * FLEX),
+        ("2026-06-02", "SERVERLESS_STUCK_WORKER", "06-02 00:00:00", "06-02 01:00:00",
+         Decimal("3600.000"), 3600 * FLEX),
+    ]
