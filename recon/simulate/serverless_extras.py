@@ -29,6 +29,10 @@ ACTIVE = "simactive01"
 STUCK = "simstuck01"
 ENDPOINTS = (ACTIVE, STUCK)
 IDLE_TIMEOUT = 5  # s, both endpoints
+# the files written under runpod/ (besides the account bill, which gains these hours' amounts);
+# names the fleet's globs in tests do not take for its own (serverless-workers*.jsonl, *jobs*.jsonl)
+FILES = ("inventory-serverless-extras.json", "scenario-workers.jsonl", "scenario-job-records.jsonl",
+         "billing-serverless-extras.json")
 
 
 def timeline(start_day: date) -> dict[str, dict[str, int]]:
@@ -50,8 +54,6 @@ def write_serverless_extras(out: Path, start_day: date) -> list[str]:
             "workers": {"min": 1 if ep == ACTIVE else 0, "max": 3, "idleTimeout": IDLE_TIMEOUT},
             "timeout": 600000, "createdAt": iso(day_epoch(start_day) - 86400 * 30)}
            for ep in ENDPOINTS]
-    # (file names the fleet's globs in tests do not take for its own: serverless-workers*.jsonl,
-    # *jobs*.jsonl)
     (rp / "inventory-serverless-extras.json").write_text(json.dumps(
         {"endpoints": eps, "x_recon": {"endpoint": "/v2/serverless",
                                         "pulledAt": iso(day_epoch(start_day) + 60)}}, indent=1))
@@ -101,8 +103,7 @@ def write_serverless_extras(out: Path, start_day: date) -> list[str]:
         for k in ("serverlessGpuAmount", "totalAmount"):
             a[k] = money(Decimal(str(a.get(k, 0))) + Decimal(str(r["gpuAmount"])))
     acct_path.write_text(json.dumps(acct, indent=1))
-    return ["inventory-serverless-extras.json", "scenario-workers.jsonl",
-            "scenario-job-records.jsonl", "billing-serverless-extras.json"]
+    return list(FILES)
 
 
 def extras_truth(start_day: date, thresholds: dict) -> tuple[list[dict], list[tuple]]:
