@@ -66,6 +66,10 @@ class Thresholds:
     # SCALE_TO_ZERO_LATE: KEDA scaled to zero later than last active + cooldownPeriod +
     # pollingInterval + this.
     scale_to_zero_tolerance_seconds: NonNegativeInt = 60
+    # HPA_SCALE_DOWN_SLOW: the HPA held replicas above its minReplicas later than the demand fall
+    # KEDA saw (its Active condition's turn to False) + scaleDown stabilizationWindowSeconds +
+    # this (the HPA syncs every 15 s; the rest is slack).
+    hpa_scale_down_tolerance_seconds: NonNegativeInt = 60
     # SAVINGS_PLAN_EXPIRING: warn this many days before a plan's fixed expiry.
     savings_plan_expiry_warning_days: NonNegativeInt = 14
     # Settlement: a bill bucket pulled less than this long after it ended is `provisional`
@@ -83,7 +87,15 @@ class Mapping:
     node_label: str = "runpod.io/pod-id"
     provider_id_prefix: str = "runpod://"
     use_node_name: bool = True
+    # The labels that name a pod's (or a node's) team, in order: the first one the object carries
+    # with a non-empty value wins, e.g. ["team", "app.kubernetes.io/part-of"]. Empty: the single
+    # `team_label`, which is what a file written for one label keeps meaning.
     team_label: str = "team"
+    team_labels: tuple[str, ...] = ()
+
+    @property
+    def effective_team_labels(self) -> tuple[str, ...]:
+        return self.team_labels or (self.team_label,)
 
 
 @dataclass(frozen=True)

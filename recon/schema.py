@@ -17,7 +17,7 @@ MARTS: dict[str, dict] = {
             "workload": "The workload it belongs to: label app.kubernetes.io/name, app or scaledjob.keda.sh/name, else the pod name without generated suffixes",
             "node_name": "Node the pod was scheduled on (NULL if never scheduled)",
             "resource_id": "Billed resource (Runpod pod id) the node maps to; NULL if the node maps to none",
-            "team": "Value of the pod's team label (`mapping.team_label`, default `team`)",
+            "team": "Value of the pod's team label: the first of `mapping.team_labels` it carries non-empty (default `team`)",
             "gpus": "nvidia.com/gpu limit of the pod's containers",
             "created_at": "metadata.creationTimestamp (UTC)",
             "scheduled_at": "PodScheduled condition became True (UTC)",
@@ -67,19 +67,24 @@ MARTS: dict[str, dict] = {
         },
     },
     "allocation": {
-        "grain": "one row per day, team, namespace, workload, resource and category; "
+        "grain": "one row per day, team, namespace, workload, resource, category, owner and cause; "
                  "a day's amounts add up to its bill",
         "columns": {
             "day": "UTC day",
-            "team": "Pod team label, or `__idle__` (billed, no workload held it), `__unallocated__` "
-                    "(billed, not observed) and the other markers documented in sql/marts/allocation.sql",
-            "namespace": "Kubernetes namespace of the workload; on leftover rows the marker again",
-            "workload": "Workload (naming label, else pod name without generated suffixes); on leftover rows the billed resource",
+            "team": "Pod team label, or the team of the owner marts.waste gives a non-work segment (a tail's last pod, "
+                    "a gap's neighbours, the pod a node was brought up for, a node's team label); `__idle__` (billed, "
+                    "no owner), `__unallocated__` (billed, not observed) and the other markers documented in "
+                    "sql/marts/allocation.sql",
+            "namespace": "Kubernetes namespace of the workload or owner; `__node__` for a node's team label; on leftover rows the marker again",
+            "workload": "Workload (naming label, else pod name without generated suffixes); on an owner's non-work rows the owner's name (a ScaledObject, ScaledJob, Deployment, Job, or node); on leftover rows the billed resource",
             "resource_id": "Billed resource the cost comes from",
             "category": "billed_segments category the cost comes from",
             "seconds": "Resource seconds attributed to the row",
             "amount": "Billed USD attributed to the row",
             "expected_amount": "Seconds × contracted rate attributed to the row (USD)",
+            "owner_kind": "What owns the workload or the non-work segment (as marts.waste: `ScaledObject`, `ScaledJob`, `Deployment`, `ReplicaSet`, `Job`, `StatefulSet`, `DaemonSet`, `Node`); NULL for a bare pod, storage, serverless and leftover rows",
+            "owner_name": "Name of that owner; NULL with `owner_kind`",
+            "cause": "For money that was not work, marts.waste's cause (a startup segment whole as `startup`: marts.waste alone splits out `probe_restarts`); NULL for work (busy, execution, storage_running, a network volume's attached share) and for the GPUs nobody held while others worked",
         },
     },
     "settlement": {
@@ -119,7 +124,7 @@ MARTS: dict[str, dict] = {
             "code": "A finding code of docs/design.md (BILLED_AFTER_EXIT, STORAGE_LINGERING, SERVERLESS_IDLE_EXCESS, "
                     "SERVERLESS_ALWAYS_ON, SERVERLESS_STUCK_WORKER, BILLED_WITHOUT_ACTIVITY, ACTIVITY_WITHOUT_BILLING, BILLED_EXCEEDS_RUNTIME, RATE_MISMATCH, "
                     "DUPLICATE_BILLING, STARTUP_BUDGET_EXCEEDED, UNSCHEDULABLE_GPU, SCALE_TO_ZERO_LATE, "
-                    "SAVINGS_PLAN_UNUSED, SAVINGS_PLAN_EXPIRING, BALANCE_BELOW_ONE_HOUR) or RATE_MISSING",
+                    "GPU_SHARED_OVERSUBSCRIBED, HPA_SCALE_DOWN_SLOW, SAVINGS_PLAN_UNUSED, SAVINGS_PLAN_EXPIRING, BALANCE_BELOW_ONE_HOUR) or RATE_MISSING",
             "severity": "`info`, `warning` or `error`",
             "resource_id": "Billed resource the finding is about",
             "day": "UTC day",
@@ -130,7 +135,8 @@ MARTS: dict[str, dict] = {
             "message": "A sentence naming the evidence and the threshold",
             "namespace": "Kubernetes namespace of the workload the finding is about: the pod's (STARTUP_BUDGET_EXCEEDED, "
                          "UNSCHEDULABLE_GPU), the last workload before the tail (BILLED_AFTER_EXIT), the ScaledObject's "
-                         "(SCALE_TO_ZERO_LATE), the workloads' when they all share one owner (ACTIVITY_WITHOUT_BILLING); "
+                         "(SCALE_TO_ZERO_LATE, HPA_SCALE_DOWN_SLOW), the workloads' when they all share one owner "
+                         "(ACTIVITY_WITHOUT_BILLING, GPU_SHARED_OVERSUBSCRIBED); "
                          "NULL where no workload explains the money",
             "owner_kind": "Kind of what owns that workload (intermediate.int_k8s__pod_owners): the KEDA object whose "
                           "setting scales it (`ScaledObject` or `ScaledJob`, by name) where one matches, else the "
@@ -139,7 +145,7 @@ MARTS: dict[str, dict] = {
                           "`DaemonSet`; NULL for a bare pod, another kind of owner, or when no workload explains "
                           "the finding",
             "owner_name": "Name of that owner (in `namespace`); NULL with `owner_kind`",
-            "team": "The workload's team label (`mapping.team_label`). NULL, never a marker, where no workload explains "
+            "team": "The workload's team label (`mapping.team_labels`). NULL, never a marker, where no workload explains "
                     "the money (BILLED_WITHOUT_ACTIVITY, BILLED_EXCEEDS_RUNTIME, DUPLICATE_BILLING, RATE_MISMATCH, "
                     "RATE_MISSING, STORAGE_LINGERING, the SERVERLESS_ codes, savings plans, the balance) or the pod "
                     "has no such label: a group by team keeps that money apart as its own NULL group",
@@ -199,7 +205,7 @@ MARTS: dict[str, dict] = {
         },
     },
     "workloads": {
-        "grain": "one row per GPU workload (cluster, pod_uid): a pod with a GPU limit, scheduled on a node that maps to a billed resource (the last run's window, as the intermediate tables: a windowed run replaces it whole)",
+        "grain": "one row per GPU workload (cluster, pod_uid): a pod with a GPU or MIG limit, scheduled on a node that maps to a billed resource (the last run's window, as the intermediate tables: a windowed run replaces it whole)",
         "columns": {
             "cluster": "Cluster the pod was seen in",
             "pod_uid": "Kubernetes metadata.uid of the pod",
@@ -213,6 +219,8 @@ MARTS: dict[str, dict] = {
             "scheduled_at": "PodScheduled became True (UTC): the GPUs are held from here",
             "ready_at": "Ready became True (UTC): startup ends, busy begins",
             "window_end_at": "The task finished, else the pod was deleted (UTC): the GPUs are free from here",
+            "mig_profiles": "MIG devices the pod limits instead of whole GPUs, `<profile>: <count>` (e.g. `mig-1g.10gb: 1`); NULL: none",
+            "gpu_fraction": "Physical GPUs the pod held, what marts.allocation splits its node's money by: nvidia.com/gpu ÷ replicas on a time-sliced node (1/4 for one of 4), a MIG device's <n>g compute slices ÷ 7 on an A100 or H100 (1/7 for mig-1g.10gb), else its nvidia.com/gpu and MIG devices as whole GPUs (rounded to 6 places; shares use the exact fraction)",
         },
     },
     "pod_buckets": {
@@ -294,6 +302,10 @@ MARTS: dict[str, dict] = {
             "gpu_capacity": "Largest status.capacity nvidia.com/gpu any version showed (NULL: none)",
             "created_at": "metadata.creationTimestamp (UTC): registered",
             "removed_at": "When it was deleted: its deletionTimestamp, else its creationTimestamp when a DELETED version carries none (UTC; NULL if no DELETED version)",
+            "gpu_sharing": "How its GPUs are shared and counted: `time-slicing` or `mps` (nvidia.com/gpu.sharing-strategy with a whole nvidia.com/gpu.replicas), `mig-mixed` (nvidia.com/mig.strategy=mixed on an A100 or H100 with nvidia.com/gpu.count), else `none` (whole nvidia.com/gpu)",
+            "physical_gpus": "Physical GPUs: capacity nvidia.com/gpu ÷ replicas when time-sliced, nvidia.com/gpu.count for MIG, else the capacity",
+            "gpu_replicas": "Replicas per physical GPU (nvidia.com/gpu.replicas when time-sliced, else 1)",
+            "gpu_note": "Why its sharing labels were not used and its pods count in whole GPUs (replicas missing or malformed, a MIG product without a known slice count, MIG's single strategy); NULL: none",
         },
     },
     "waste": {
@@ -302,11 +314,11 @@ MARTS: dict[str, dict] = {
             "resource_id": "Runpod pod id, serverless endpoint id or network volume id",
             "resource_kind": "`instance`, `serverless` or `network_volume`",
             "day": "UTC day",
-            "cause": "Why the second was billed without work: keda_cooldown, hpa_scale_down, tail_after_exit (an instance's tail, by the session's scaler), startup, idle_between_jobs, bill_without_workload, unobserved, storage_lingering, network_volume_unused, serverless_idle, serverless_cold_start, or unreconciled (the bill beyond its segments, 0 seconds; docs/design.md, Waste)",
-            "namespace": "Namespace of the workload the waste belongs to (a tail: the session's last pod; startup: the pod starting; an idle gap: the workloads around it); NULL when unattributed",
-            "owner_kind": "What owns that workload (intermediate.int_k8s__pod_owners): the KEDA ScaledObject or ScaledJob, else the controller of its ownerReferences (`Deployment`, `ReplicaSet`, `Job`, `StatefulSet`, `DaemonSet`); NULL for a bare pod or unattributed",
+            "cause": "Why the second was billed without work: keda_cooldown, hpa_scale_down, tail_after_exit (an instance's tail, by the session's scaler), startup, probe_restarts (runs a startup probe killed), unschedulable_wait (a node brought up for a pod, Ready, the pod still Pending), idle_between_jobs, bill_without_workload, unobserved, storage_lingering, network_volume_unused, serverless_idle, serverless_cold_start, or unreconciled (the bill beyond its segments, 0 seconds; docs/design.md, Waste)",
+            "namespace": "Namespace of the workload the waste belongs to (a tail: the session's last pod; startup: the pod starting, or the pod a node was brought up for; an idle gap: the workloads around it); NULL for a node's team label and when unattributed",
+            "owner_kind": "What owns that workload (intermediate.int_k8s__pod_owners): the KEDA ScaledObject or ScaledJob, else the controller of its ownerReferences (`Deployment`, `ReplicaSet`, `Job`, `StatefulSet`, `DaemonSet`); `Node` where only the node's team label names an owner; NULL for a bare pod or unattributed",
             "owner_name": "Name of that owner (in `namespace`); NULL with `owner_kind`",
-            "team": "Team label of that workload (`__unallocated__` without one); `__unattributed__` when no owner explains the waste",
+            "team": "Team label of that workload or node (`mapping.team_labels`; `__unallocated__` for a workload without one); `__unattributed__` when no owner explains the waste",
             "seconds": "Billed seconds of that cause and owner (an idle gap shared between owners: their shares, to the millisecond)",
             "amount": "The bill's money for those seconds (USD, exact decimals: a resource-day's waste plus its work equals resource_day.billed_amount)",
         },

@@ -78,6 +78,8 @@ def test_a_good_file_is_read_with_its_types(tmp_path):
     assert cfg.thresholds.rate_mismatch_tolerance_usd == Decimal("0.02")
     assert cfg.thresholds.tail_tolerance_seconds == Thresholds().tail_tolerance_seconds
     assert cfg.mapping.team_label == "cost-centre" and cfg.mapping.use_node_name is False
+    # a file naming one team label keeps meaning that one label
+    assert cfg.mapping.effective_team_labels == ("cost-centre",)
     assert cfg.rates.gpu_per_hour == {"NVIDIA L40S": Decimal("0.86"), "NVIDIA H100": Decimal("2.39")}
     assert cfg.rates.disk_running_per_gb_month == Decimal("0.1")
     (e,) = cfg.rate_card
@@ -139,3 +141,12 @@ def test_query_shows_data_that_looks_like_markup_as_is(sim_run):
                            terminal_width=200)
     assert r.exit_code == 0, r.output
     assert "[/x] and [bold]b" in r.output and "[thresholds]" in r.output
+
+
+def test_team_labels_are_an_ordered_list(tmp_path):
+    p = tmp_path / "recon.toml"
+    p.write_text('[mapping]\nteam_labels = ["team", "app.kubernetes.io/part-of"]\n')
+    assert load_config(p).mapping.effective_team_labels == ("team", "app.kubernetes.io/part-of")
+    p.write_text('[mapping]\nteam_labels = "team"\n')
+    with pytest.raises(ValueError, match=r"\[mapping\] team_labels"):
+        load_config(p)

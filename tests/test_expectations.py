@@ -226,9 +226,11 @@ CASES = {
         f"{NN}(namespace)": null(ALLOC, "namespace"),
         f"{NN}(workload)": null(ALLOC, "workload"),
         f"{NN}(resource_id)": null(ALLOC, "resource_id"),
-        f"{COMPOUND}(day, team, namespace, workload, resource_id, category)": dup(ALLOC),
+        f"{COMPOUND}(day, team, namespace, workload, resource_id, category, owner_kind, owner_name, cause)":
+            dup(ALLOC),
         f"{NN}(category)": null(ALLOC, "category"),
         f"{IN_SET}(category)": set_(ALLOC, "category = 'gpu'"),
+        f"{IN_SET}(cause)": set_(ALLOC, "cause = 'lunch_break'", "cause is not null"),
         f"{NN}(amount)": null(ALLOC, "amount"),
         f"{BETWEEN}(seconds)": set_(ALLOC, "seconds = -1"),
     },

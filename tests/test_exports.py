@@ -2,6 +2,7 @@
 
 import csv
 import io
+import json
 import re
 import shutil
 from datetime import date
@@ -61,13 +62,17 @@ def test_costs_rows_follow_the_allocation_rules(month_export):
     con = month_export["con"]
     rows, text = read_csv(month_export["out"] / "costs_2026-06-01.csv")
     assert text.splitlines()[0] == ",".join(exports.COSTS_COLUMNS)
-    keys = [(r["day"], r["team"], r["namespace"], r["workload"], r["category"]) for r in rows]
+    keys = [(r["day"], r["team"], r["namespace"], r["workload"], r["category"], r["cause"]) for r in rows]
     assert keys == sorted(keys) and len(keys) == len(set(keys))
+    # a cause names money that was not work: none on busy rows, one on every tail row
+    assert all(r["cause"] == "" for r in rows if r["category"] == "busy")
+    assert all(r["cause"] in ("keda_cooldown", "hpa_scale_down", "tail_after_exit")
+               for r in rows if r["category"] == "tail")
     for r in rows:
         assert MONEY_RE.fullmatch(r["billed_amount"]) and SECONDS_RE.fullmatch(r["seconds"])
         if r["team"] in (exports.IDLE, exports.UNALLOCATED):
             assert r["namespace"] == r["team"]
-        if r["category"] in ("idle_gap", "tail", "idle", "storage_lingering"):
+        if r["category"] in ("idle", "storage_lingering"):
             assert r["team"] == exports.IDLE
         if r["category"] in ("unobserved", "execution", "cold_start", "rounding"):
             assert r["team"] == exports.UNALLOCATED
@@ -75,9 +80,13 @@ def test_costs_rows_follow_the_allocation_rules(month_export):
     assert ("__idle__", "68r9sn4i2h14we", "busy") in {(r["team"], r["workload"], r["category"])
                                                       for r in rows}
     teams = {(r["team"], r["namespace"], r["workload"]) for r in rows if not r["team"].startswith("__")}
+    forgotten = con.execute("select owner_name from marts.waste where owner_kind = 'Node'").fetchall()
+    assert len(set(forgotten)) == 1  # the node its pool labels team=search (simulate.world)
     assert teams == {("nlp", "ml-batch", "batch-infer"), ("search", "ml-batch", "batch-infer"),
                      ("vision", "ml-batch", "batch-infer"), ("search", "ml-serve", "gpu-warm-pool"),
-                     ("search", "ml-serve", "llm-serve")}  # the ScaledObject's replicas (simulate.keda)
+                     ("search", "ml-serve", "llm-serve"),  # the ScaledObject's replicas (simulate.keda)
+                     ("search", "ml-serve", "llm-warm"),  # and llm-warm's (simulate.hpa_slow)
+                     ("search", "__node__", forgotten[0][0])}
     # every category's money in the file equals the mart's (within the marts' own 1e-9 rounding)
     by_cat = {}
     for r in rows:
@@ -87,14 +96,21 @@ def test_costs_rows_follow_the_allocation_rules(month_export):
     assert set(by_cat) == set(mart)
     for cat, amount in mart.items():
         assert abs(by_cat[cat] - amount) < Decimal("1e-9"), cat
-    # busy seconds of the day all go to workloads; tail seconds all to __idle__
+    # busy seconds of the day all go to workloads; tail seconds to the teams marts.waste gives
+    # them (a tail's owner is the session's last pod), none left __idle__ in the simulated day
     busy = sum(Decimal(r["seconds"]) for r in rows if r["category"] == "busy")
-    tail_idle = sum(Decimal(r["seconds"]) for r in rows if r["category"] == "tail"
-                    and r["team"] == exports.IDLE)
-    mbusy, mtail = con.execute(
-        "select sum(seconds) filter (where category = 'busy'), sum(seconds) filter "
-        "(where category = 'tail') from marts.billed_segments where day = date '2026-06-01'").fetchone()
-    assert abs(busy - mbusy) <= Decimal("0.01") and tail_idle == mtail
+    tails: dict[str, Decimal] = {}
+    for r in rows:
+        if r["category"] == "tail":
+            tails[r["team"]] = tails.get(r["team"], Decimal(0)) + Decimal(r["seconds"])
+    mbusy = con.execute("select sum(seconds) from marts.billed_segments "
+                        "where day = date '2026-06-01' and category = 'busy'").fetchone()[0]
+    waste_tails = dict(con.execute(
+        "select team, sum(seconds) from marts.waste where day = date '2026-06-01' and cause in "
+        "('keda_cooldown', 'hpa_scale_down', 'tail_after_exit') group by all").fetchall())
+    assert abs(busy - mbusy) <= Decimal("0.01")
+    assert exports.IDLE not in tails and set(tails) == set(waste_tails)
+    assert all(abs(tails[t] - waste_tails[t]) <= Decimal("0.01") for t in tails)
 
 
 def rebuild_allocation(con):
@@ -113,7 +129,7 @@ def test_overlapping_pods_split_by_gpu_share_of_the_node(sim_run, tmp_path):
     # two 1-GPU pods start together on 68r9sn4i2h14we; give one of them 3 GPUs
     uid = con.execute("select pod_uid from intermediate.int_resource__workloads where resource_id = "
                       "'68r9sn4i2h14we' order by scheduled_at, ready_at desc limit 1").fetchone()[0]
-    con.execute("update intermediate.int_resource__workloads set gpus = 3, team = 'big' "
+    con.execute("update intermediate.int_resource__workloads set gpus = 3, gpu_slots = 3, team = 'big' "
                 "where pod_uid = ?", [uid])
     rebuild_allocation(con)
     shares = exports.allocate(con, date(2026, 6, 1), date(2026, 6, 1))
@@ -190,7 +206,7 @@ def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
     assert set(focus.FOCUS_MANDATORY) <= set(header)
     assert all(c in focus.FOCUS_MANDATORY or c.startswith("x_") or c in (
         "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ServiceSubcategory", "InvoiceId",
-        "ResourceId", "ResourceName", "ResourceType") for c in header)
+        "ResourceId", "ResourceName", "ResourceType", "Tags") for c in header)
     for r in rows:
         assert (r["ProviderName"], r["PublisherName"], r["InvoiceIssuerName"]) == ("Runpod",) * 3
         assert (r["BillingCurrency"], r["ChargeCategory"]) == ("USD", "Usage")
@@ -202,9 +218,28 @@ def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
     # ids are quoted strings in the raw text
     for line in text.splitlines()[1:]:
         assert line.startswith('"runpod","Runpod account","USD",')
-    # one row per resource × day × category
-    keys = [(r["ResourceId"], r["ChargePeriodStart"], r["x_Category"]) for r in rows]
+    # one row per resource × day × category × team × owner × cause
+    keys = [(r["ResourceId"], r["ChargePeriodStart"], r["x_Category"], r["Tags"], r["x_Namespace"],
+             r["x_Workload"], r["x_OwnerKind"], r["x_OwnerName"], r["x_WasteCause"]) for r in rows]
     assert len(keys) == len(set(keys))
+    # the team is a FOCUS tag, a JSON object; the money of each (team, cause) is marts.waste's
+    tagged = [r for r in rows if r["Tags"]]
+    assert tagged and all(set(json.loads(r["Tags"])) == {"team"} for r in tagged)
+    assert {json.loads(r["Tags"])["team"] for r in tagged} == {"nlp", "search", "vision"}
+    by_team_cause: dict[tuple, Decimal] = {}
+    for r in rows:
+        if r["x_WasteCause"] in ("keda_cooldown", "hpa_scale_down", "tail_after_exit", "idle_between_jobs",
+                                 "unschedulable_wait"):
+            team = json.loads(r["Tags"])["team"] if r["Tags"] else "__unattributed__"
+            k = (team, r["x_WasteCause"])
+            by_team_cause[k] = by_team_cause.get(k, Decimal(0)) + Decimal(r["BilledCost"])
+    # (causes of one category each: a tail's, an idle gap's)
+    waste = {(t, c): a for t, c, a in con.execute(
+        "select team, cause, sum(amount) from marts.waste where cause in ('keda_cooldown', "
+        "'hpa_scale_down', 'tail_after_exit', 'idle_between_jobs', 'unschedulable_wait') "
+        "group by all").fetchall()}
+    assert set(by_team_cause) == set(waste)
+    assert all(abs(by_team_cause[k] - waste[k]) < Decimal("1e-9") for k in by_team_cause)
     for day in DAYS:
         got = sum(Decimal(r["BilledCost"]) for r in rows if r["ChargePeriodStart"].startswith(day))
         assert got == billed(con, day)

@@ -256,3 +256,38 @@ def test_keda_scale_to_zero_and_the_hpas_n_to_1_against_the_simulated_timeline(m
                                           "where resource_id = ?", [two]).fetchall()
         assert billed_after == tail
     assert seen == {"late", "timely"}
+
+
+def test_the_hpas_slow_scale_in_against_the_simulated_timeline(marts):
+    """The simulated ScaledObject llm-warm (recon.simulate.hpa_slow): cooldownPeriod 1800 s,
+    the HPA's default scale-down window 300 s (k8s.io/api autoscaling/v2 HPAScalingRules, "For
+    scale down: 300"). Demand fell at KEDA's first poll without an active trigger (the Active
+    condition's ScalerCooldown turn, lastActiveTime + pollingInterval 30 s); the HPA was due by
+    that + 300 s + hpa_scale_down_tolerance_seconds 60 s. On the first day it scaled in 600-1200 s
+    after the window: HPA_SCALE_DOWN_SLOW on the second replica's node, its seconds the replica's
+    end − the due time, at the node's L40S rate (1 GPU of 1). On the second day it scaled in
+    within 15 s of the window and the replica ended within 25 s after: no finding. The first
+    replica's 1 → 0 was on time on both days."""
+    from recon.simulate.hpa_slow import STABILIZATION, WARM_COOLDOWN
+    from recon.simulate.keda import GPU
+    from recon.simulate.world import SAMPLE_GPU_PER_HOUR, build_world
+
+    world = build_world(seed=7, days=2, nodes=4, endpoints=2)  # conftest's sim_run
+    slow = {r: (s, a, m, o) for r, s, a, m, *o in marts.execute(
+        "select resource_id, seconds, amount_at_stake, message, namespace, owner_kind, owner_name "
+        "from marts.findings where code = 'HPA_SCALE_DOWN_SLOW'").fetchall()}
+    first, second = world.hpa_cycles
+    due = first.fell + STABILIZATION + 60
+    held = first.surplus_end - due
+    assert 600 - 25 < held <= 1200 + 25 and first.surplus_end < first.last_active + WARM_COOLDOWN
+    secs, amount, msg, owner = slow[first.nodes[1]]
+    assert secs == held
+    assert abs(amount - SAMPLE_GPU_PER_HOUR[GPU] * held / 3600) < Decimal("0.000000001")
+    assert owner == ["ml-serve", "ScaledObject", "llm-warm"]
+    assert "stabilizationWindowSeconds 300 s + hpa_scale_down_tolerance_seconds 60 s" in msg
+    assert 'New size: 1; reason: All metrics below target' in msg
+    assert second.surplus_end <= second.fell + STABILIZATION + 15 + 25 < second.fell + STABILIZATION + 60
+    assert set(slow) == {first.nodes[1]}
+    late = {r for (r,) in marts.execute("select resource_id from marts.findings "
+                                         "where code in ('SCALE_TO_ZERO_LATE', 'BILLED_AFTER_EXIT')").fetchall()}
+    assert not late & {*first.nodes, *second.nodes}

@@ -97,7 +97,8 @@ def test_demo_summary_matches_ground_truth(tmp_path):
     con = duckdb.connect(str(db), read_only=True)
     outside = dict(con.execute(
         "select day::varchar, sum(amount_at_stake) from marts.findings where code in "
-        "('SAVINGS_PLAN_UNUSED', 'ACTIVITY_WITHOUT_BILLING', 'BALANCE_BELOW_ONE_HOUR') "
+        "('SAVINGS_PLAN_UNUSED', 'ACTIVITY_WITHOUT_BILLING', 'BALANCE_BELOW_ONE_HOUR', "
+        "'GPU_SHARED_OVERSUBSCRIBED') "
         "group by all").fetchall())
     con.close()
     unused_days = {f["day"] for f in truth["findings"] if f["code"] == "SAVINGS_PLAN_UNUSED"}

@@ -75,7 +75,7 @@ def expected_metrics(con, day: str) -> dict:
     # money at stake that is not on the day's bill (written out here, not read from the code)
     outside = con.execute("select coalesce(sum(amount_at_stake), 0) from marts.findings where "
                           "day = ? and code in ('SAVINGS_PLAN_UNUSED', 'ACTIVITY_WITHOUT_BILLING', "
-                          "'BALANCE_BELOW_ONE_HOUR')", [d]).fetchone()[0]
+                          "'BALANCE_BELOW_ONE_HOUR', 'GPU_SHARED_OVERSUBSCRIBED')", [d]).fetchone()[0]
     week = con.execute("select sum(billed_amount) from marts.resource_day where day between ? and ?",
                        [date.fromordinal(d.toordinal() - 6), d]).fetchone()[0]
     prev = con.execute("select coalesce(sum(billed_amount), 0) from marts.resource_day "
@@ -171,9 +171,9 @@ def test_page_is_self_contained(page):
     assert not re.search(r"<script|<link|<img|\bsrc=|@import|url\(", h, re.IGNORECASE)
     assert h.count('data-chart="timeline"') == 1 and h.count('data-chart="trend"') == 1
     # one timeline row per billed instance of the day: 8, the pod only a saved v1 bill knows,
-    # and the simulated ScaledObject's two replica nodes (recon.simulate.keda); markers and
-    # lingering storage drawn
-    assert len(re.findall(r'<g data-resource="', h)) == 8 + 1 + 2
+    # and the simulated ScaledObjects' two replica nodes each (recon.simulate.keda and
+    # recon.simulate.hpa_slow); markers and lingering storage drawn
+    assert len(re.findall(r'<g data-resource="', h)) == 8 + 1 + 2 + 2
     assert 'data-marker="ring"' in h and 'data-marker="square"' in h
     assert 'data-category="storage_lingering"' in h and 'data-finding="BILLED_AFTER_EXIT"' in h
 

@@ -389,10 +389,11 @@ def test_duckdb_reads_the_partitions_by_glob(scaled):
     """Hive partitioning turns the `cluster=`/`hour=` folders into columns (exploration;
     `recon run` itself walks the folder and reads `cluster=` from the path)."""
     bucket = scaled["bucket"]
-    got = duckdb.sql(
-        f"select cluster, hour, count(*) from read_json('{bucket}/k8s/*/*/*.jsonl', "
-        "format = 'newline_delimited', hive_partitioning = true, hive_types_autocast = false, "
-        "columns = {type: 'VARCHAR'}) group by all order by all").fetchall()
+    with duckdb.connect() as con:  # not the module's default connection other tests share
+        got = con.sql(
+            f"select cluster, hour, count(*) from read_json('{bucket}/k8s/*/*/*.jsonl', "
+            "format = 'newline_delimited', hive_partitioning = true, hive_types_autocast = false, "
+            "columns = {type: 'VARCHAR'}) group by all order by all").fetchall()
     want = sorted((c, h, sum(len(p.read_bytes().splitlines())
                              for p in bucket.glob(f"k8s/cluster={c}/hour={h}/*.jsonl")))
                   for c in CLUSTERS for h in ("2026-06-01T23", "2026-06-02T23"))

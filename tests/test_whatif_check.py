@@ -86,12 +86,13 @@ def test_whatif_stabilization_reprices_the_hpas_n_to_1(tmp_path):
 
 
 def test_whatif_stabilization_on_the_simulated_hpa_scale_ins(sim_run):
-    """The simulated ScaledObject's 2 → 1 each day (recon.simulate.keda): a 60 s window instead
-    of the default 300 s takes 240 s off each, at the node's billed cost per second."""
+    """The simulated ScaledObjects' 2 → 1 each day (llm-serve: recon.simulate.keda, llm-warm:
+    recon.simulate.hpa_slow; both the default 300 s window): a 60 s window instead takes 240 s
+    off each, at the node's billed cost per second."""
     con = connect(sim_run["db"], read_only=True)
     res = [s for s in whatif(con, DAY, DAY + timedelta(days=1), stabilization_s=60)
            if s.kind == "tail (hpa_scale_in)"]
-    assert len(res) == 2
+    assert sorted(s.workload for s in res) == ["llm-serve"] * 2 + ["llm-warm"] * 2
     for s in res:
         assert s.observed_seconds - s.whatif_seconds == 300 - 60
         assert s.saved_usd > 0 and s.saved_usd == s.baseline_usd - s.whatif_usd

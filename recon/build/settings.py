@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from datetime import date
 
@@ -12,6 +13,7 @@ from ..config import Config
 def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -> None:
     con.execute("create or replace table config.settings (name varchar primary key, value varchar)")
     settings = {**asdict(cfg.thresholds), **asdict(cfg.mapping),
+                "team_labels": json.dumps(list(cfg.mapping.effective_team_labels)),
                 "day_from": day_from.isoformat() if day_from else "0001-01-01",
                 "day_to": day_to.isoformat() if day_to else "9999-12-31"}
     con.executemany("insert into config.settings values (?, ?)",
@@ -47,6 +49,13 @@ def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -
                    (select value from config.settings where name = n)""")
     con.execute("""create or replace macro cfg_int(n) as
                    (select value::bigint from config.settings where name = n)""")
+    # the team of a labels object: the first of mapping.team_labels it carries, non-empty
+    con.execute("""create or replace macro team_labels() as
+                   (select cast(json(value) ->> '$[*]' as varchar[]) from config.settings
+                    where name = 'team_labels')""")
+    con.execute("""create or replace macro label_of(labels, names) as
+                   list_filter(list_transform(names, lambda l: json_extract_string(labels, '$."' || l || '"')),
+                               lambda x: x <> '')[1]""")
     # seconds in a finding's message: 86400.000 -> 86400, 688.580 -> 688.58
     con.execute(r"""create or replace macro secs_text(x) as
                    regexp_replace(regexp_replace(x::varchar, '(\.[0-9]*[1-9])0+$', '\1'),

@@ -42,9 +42,10 @@ def run_checks(con, day) -> list[Step]:
     s.lines += [f"FAIL {rid}: {msg}" for _, rid, msg in slow]
     steps.append(s)
 
-    late = _findings(con, day, "BILLED_AFTER_EXIT", "SCALE_TO_ZERO_LATE", "BILLED_EXCEEDS_RUNTIME")
-    s = Step("3. Scale to zero at last active + cooldownPeriod, nodes after their scale-down "
-             "(replicas and nodes)", not late)
+    late = _findings(con, day, "BILLED_AFTER_EXIT", "SCALE_TO_ZERO_LATE", "HPA_SCALE_DOWN_SLOW",
+                     "BILLED_EXCEEDS_RUNTIME")
+    s = Step("3. Scale to zero at last active + cooldownPeriod, N → 1 within the HPA's window, "
+             "nodes after their scale-down (replicas and nodes)", not late)
     s.lines += [f"FAIL {code} {rid}: {msg}" for code, rid, msg in late]
     steps.append(s)
 

@@ -4,7 +4,7 @@ FOCUS 1.2 export (`recon.outputs.focus`).
 Files (written into one `--out` folder, never outside it; each written to a temp file in the same
 folder and renamed into place, so a reader never sees half a file):
 
-* ``costs_<YYYY-MM-DD>.csv`` — one row per day × team × namespace × workload × category
+* ``costs_<YYYY-MM-DD>.csv`` — one row per day × team × namespace × workload × category × cause
   (:data:`COSTS_COLUMNS`). Its ``billed_amount`` adds up **exactly** (all 12 decimals) to
   ``sum(marts.resource_day.billed_amount)`` for the day.
 * ``findings_<YYYY-MM-DD>.csv`` — ``marts.findings`` for the day (:data:`FINDINGS_COLUMNS`).
@@ -13,7 +13,7 @@ folder and renamed into place, so a reader never sees half a file):
 
 Allocation (how bill money becomes team rows) is `marts.allocation`; its rules are written
 once, in ``sql/marts/allocation.sql``. The costs file aggregates that mart by day, team,
-namespace, workload and category, quantised to the file's scale (the mart's own, 12 decimals:
+namespace, workload, category and cause, quantised to the file's scale (the mart's own, 12 decimals:
 its rows already tie to the bill exactly, so quantising changes no digit and the file ties to
 ``marts.resource_day`` exactly).
 
@@ -49,6 +49,9 @@ COSTS_SPEC = (
     ("day", "date"), ("team", "str"), ("namespace", "str"), ("workload", "str"),
     ("category", "str"), ("seconds", "seconds"), ("billed_amount", "money"),
     ("expected_amount", "money"),
+    # appended, so a reader by position keeps its columns: why money that was not work was
+    # billed (marts.waste's cause; empty for work)
+    ("cause", "str"),
 )
 FINDINGS_SPEC = (
     ("finding_id", "str"), ("code", "str"), ("severity", "str"), ("resource_id", "str"),
@@ -208,6 +211,10 @@ class Share:
     seconds: Decimal
     amount: Decimal
     expected: Decimal | None
+    # who owns the piece and, for money that was not work, why it was billed (marts.waste's cause)
+    owner_kind: str | None = None
+    owner_name: str | None = None
+    cause: str | None = None
 
 
 def _q(v: Decimal, scale: int) -> Decimal:
@@ -234,13 +241,14 @@ def allocate(con, day_from: date, day_to: date) -> list[Share]:
     """
     rows = con.execute(
         "select a.resource_id, coalesce(d.resource_kind, 'instance'), a.day, a.team, a.namespace, "
-        "a.workload, a.category, a.seconds, a.amount, a.expected_amount "
+        "a.workload, a.category, a.seconds, a.amount, a.expected_amount, a.owner_kind, a.owner_name, a.cause "
         "from marts.allocation a left join (select distinct resource_id, day, resource_kind "
         "from marts.resource_day) d using (resource_id, day) "
         "where a.day between ? and ? order by all", [day_from, day_to]).fetchall()
     return [Share(rid, kind, day, team, ns, wl, cat, _q(secs, SECONDS_SCALE),
-                  _q(amount, MONEY_SCALE), None if exp is None else _q(exp, MONEY_SCALE))
-            for rid, kind, day, team, ns, wl, cat, secs, amount, exp in rows]
+                  _q(amount, MONEY_SCALE), None if exp is None else _q(exp, MONEY_SCALE),
+                  okind, oname, cause)
+            for rid, kind, day, team, ns, wl, cat, secs, amount, exp, okind, oname, cause in rows]
 
 
 # ---------------------------------------------------------------- the daily files
@@ -248,13 +256,13 @@ def allocate(con, day_from: date, day_to: date) -> list[Share]:
 def cost_rows(shares: list[Share]) -> list[dict]:
     acc: dict[tuple, list] = {}
     for s in shares:
-        k = (s.day, s.team, s.namespace, s.workload, s.category)
+        k = (s.day, s.team, s.namespace, s.workload, s.category, s.cause or "")
         a = acc.setdefault(k, [Decimal(0), Decimal(0), None])
         a[0] += s.seconds
         a[1] += s.amount
         if s.expected is not None:
             a[2] = (a[2] or Decimal(0)) + s.expected
-    return [dict(zip(COSTS_COLUMNS, (*k, *v))) for k, v in sorted(acc.items())]
+    return [dict(zip(COSTS_COLUMNS, (*k[:5], *v, k[5] or None))) for k, v in sorted(acc.items())]
 
 
 def finding_rows(con, day: date) -> list[dict]:

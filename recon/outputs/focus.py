@@ -1,7 +1,8 @@
 """The FOCUS 1.2 cost-and-usage export: ``focus_<YYYY-MM>.csv`` and ``.parquet``.
 
-One row per resource × day × charge category (:data:`FOCUS_COLUMNS`) of the month's reconciled
-bill; ``BilledCost`` ties to ``marts.resource_day`` the same way the costs file does, since both
+One row per resource × day × charge category × team × owner × waste cause (:data:`FOCUS_COLUMNS`)
+of the month's reconciled bill; the team is the row's FOCUS ``Tags`` (``{"team": …}``), the
+owner and cause its ``x_`` columns; ``BilledCost`` ties to ``marts.resource_day`` the same way the costs file does, since both
 read the shares of ``marts.allocation`` (:func:`recon.outputs.exports.allocate`). The files follow
 the CSV and Parquet rules of :mod:`recon.outputs.exports` and are written with its atomic writers.
 A month's export also writes the daily costs and findings CSVs of every day with data.
@@ -9,13 +10,12 @@ A month's export also writes the daily costs and findings CSVs of every day with
 
 from __future__ import annotations
 
-from collections import defaultdict
+import json
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
 from .exports import (
-    IDLE,
     allocate,
     export_day,
     parse_month,
@@ -38,12 +38,15 @@ FOCUS_SPEC = (
     ("ServiceName", "str"), ("ServiceCategory", "str"), ("ServiceSubcategory", "str"),
     ("ProviderName", "str"), ("PublisherName", "str"), ("InvoiceIssuerName", "str"),
     ("InvoiceId", "str"),
-    ("ResourceId", "str"), ("ResourceName", "str"), ("ResourceType", "str"),
+    ("ResourceId", "str"), ("ResourceName", "str"), ("ResourceType", "str"), ("Tags", "str"),
     ("x_ResourceKind", "str"), ("x_Category", "str"), ("x_ExpectedCost", "money"),
     ("x_BilledSeconds", "seconds"), ("x_TaskFinishedAt", "ts"), ("x_ComputeStoppedAt", "ts"),
     ("x_BilledAfterExitSeconds", "seconds"), ("x_LingeringStorageSeconds", "seconds"),
     ("x_ServerlessIdleSeconds", "seconds"), ("x_FindingCodes", "str"),
     ("x_SecondsDerived", "bool"), ("x_RateMissing", "bool"),
+    # who the row's money went to (marts.allocation) and, for money that was not work, why
+    ("x_Namespace", "str"), ("x_Workload", "str"), ("x_OwnerKind", "str"), ("x_OwnerName", "str"),
+    ("x_WasteCause", "str"),
 )
 #: Stable column order of the FOCUS files.
 FOCUS_COLUMNS = tuple(c for c, _ in FOCUS_SPEC)
@@ -72,7 +75,8 @@ def _midnight(d: date) -> datetime:
 
 def focus_rows(con, month: date, account_id: str = "runpod",
                account_name: str = "Runpod account") -> list[dict]:
-    """FOCUS 1.2 rows for one month: resource × day × category of the reconciled bill."""
+    """FOCUS 1.2 rows for one month: resource × day × category × team × owner × cause of the
+    reconciled bill (the rows of marts.allocation summed over its namespaces' workloads)."""
     start = month.replace(day=1)
     nxt = (start + timedelta(days=32)).replace(day=1)
     shares = allocate(con, start, nxt - timedelta(days=1))
@@ -83,27 +87,25 @@ def focus_rows(con, month: date, account_id: str = "runpod",
     codes = {(r, d): c for r, d, c in con.execute(
         "select resource_id, day, string_agg(distinct code, ';' order by code) "
         "from marts.findings where day >= ? and day < ? group by all", [start, nxt]).fetchall()}
-    nv_idle = defaultdict(Decimal)
     acc: dict[tuple, list] = {}
     for s in shares:
-        a = acc.setdefault((s.resource_id, s.day, s.category, s.resource_kind),
+        a = acc.setdefault((s.resource_id, s.day, s.category, s.resource_kind, s.team, s.namespace,
+                            s.workload, s.owner_kind or "", s.owner_name or "", s.cause or ""),
                            [Decimal(0), Decimal(0), None])
         a[0] += s.seconds
         a[1] += s.amount
         if s.expected is not None:
             a[2] = (a[2] or Decimal(0)) + s.expected
-        if s.category == "network_volume" and s.team == IDLE:
-            nv_idle[(s.resource_id, s.day)] += s.seconds
     rows = []
-    for (rid, day, cat, kind), (secs, amount, expected) in sorted(acc.items()):
+    for (rid, day, cat, kind, team, ns, wl, okind, oname, cause), (secs, amount, expected) in sorted(acc.items()):
         billed_secs, finished, stopped, derived, missing = rd.get((rid, day), (None,) * 5)
         service, rtype, sub = SERVICE.get(kind, ("Runpod", kind, "Other (Compute)"))
         storage = cat in STORAGE_CATEGORIES
         if kind == "instance" and storage:  # FOCUS: one ServiceCategory per ServiceName
             service = "Runpod Pod Storage"
         contracted = expected if expected is not None else amount
-        lingering = (secs if cat == "storage_lingering" else
-                     nv_idle[(rid, day)] if cat == "network_volume" else None)
+        # a network volume's lingering share is its own row (cause network_volume_unused)
+        lingering = secs if cause in ("storage_lingering", "network_volume_unused") else None
         rows.append({
             "BillingAccountId": account_id, "BillingAccountName": account_name,
             "BillingCurrency": "USD",
@@ -121,6 +123,9 @@ def focus_rows(con, month: date, account_id: str = "runpod",
             "ProviderName": "Runpod", "PublisherName": "Runpod", "InvoiceIssuerName": "Runpod",
             "InvoiceId": None,
             "ResourceId": rid, "ResourceName": rid, "ResourceType": rtype,
+            # the team is a user-defined tag (the workload's or node's team label); a marker
+            # (__idle__, __unallocated__) is no tag: no team was charged
+            "Tags": None if team.startswith("__") else json.dumps({"team": team}, ensure_ascii=False),
             "x_ResourceKind": kind, "x_Category": cat, "x_ExpectedCost": expected,
             "x_BilledSeconds": billed_secs, "x_TaskFinishedAt": finished,
             "x_ComputeStoppedAt": stopped,
@@ -129,6 +134,10 @@ def focus_rows(con, month: date, account_id: str = "runpod",
             "x_ServerlessIdleSeconds": secs if kind == "serverless" and cat == "idle" else None,
             "x_FindingCodes": codes.get((rid, day)),
             "x_SecondsDerived": derived, "x_RateMissing": missing,
+            "x_Namespace": None if ns.startswith("__") else ns,
+            "x_Workload": None if team.startswith("__") else wl,
+            "x_OwnerKind": okind or None, "x_OwnerName": oname or None,
+            "x_WasteCause": cause or None,
         })
     return rows
 

@@ -15,6 +15,7 @@ from . import output, serverless_extras
 from .emit_k8s import RV, write_k8s
 from .emit_runpod import write_runpod
 from .extras import extras_truth, plan_config, write_extras
+from .gpushare import gpushare_truth, write_gpushare
 from .truth import ground_truth
 from .world import (
     HOURS_PER_MONTH,
@@ -50,13 +51,17 @@ def _config_text(world: World, th: Thresholds) -> str:
 
 def simulate(out: str | Path, seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2,
              scale: float = 1.0, start_day: date = date(2026, 6, 1),
-             late_bill: date | None = None, late_out: str | Path | None = None) -> dict:
+             late_bill: date | None = None, late_out: str | Path | None = None,
+             gpu_sharing: bool = False) -> dict:
     """Write inputs under `out`, `out/recon.toml` and `out/expected/ground_truth.json`.
 
     `late_bill`: that day's provider bill has not landed (a late export): none of its Runpod
     bill lines is under `out`; with `late_out`, they are written there instead (pulled a day
     after the day ended), for a test to move in when the export "arrives". The ground truth is
     the reconciliation once the bill is there; `awaiting_bill_days` names the day held before.
+
+    `gpu_sharing`: add a node whose GPU is time-sliced and oversubscribed (recon/simulate/
+    gpushare.py); its truth adds `gpu_sharing` (the money at stake and each team's share).
     """
     out = Path(out)
     before = output.snapshot(out)
@@ -70,12 +75,17 @@ def simulate(out: str | Path, seed: int = 7, days: int = 2, nodes: int = 4, endp
     files = write_k8s(world, out, RV()) + write_runpod(world, out, late, late_out)
     files += write_extras(out, start_day, days)
     files += serverless_extras.write_serverless_extras(out, start_day)
+    if gpu_sharing:
+        files += write_gpushare(out, start_day, days)
     (out / "recon.toml").write_text(_config_text(world, th) + plan_config(start_day),
                                     encoding="utf-8")
     truth = ground_truth(world, asdict(th))
     rows, found = extras_truth(start_day, days, asdict(th))
     more_rows, more_found = serverless_extras.extras_truth(start_day, asdict(th))
     rows, found = rows + more_rows, found + more_found
+    if gpu_sharing:
+        more_rows, more_found, truth["gpu_sharing"] = gpushare_truth(start_day)
+        rows, found = rows + more_rows, found + more_found
     truth["resource_days"] = sorted(truth["resource_days"] + rows,
                                     key=lambda r: (r["resource_id"], r["day"]))
     truth["findings"] = [{"code": c, "resource_id": r, "day": d} for c, r, d in sorted(

@@ -10,6 +10,7 @@ from functools import lru_cache
 import numpy as np
 import orjson
 
+from .hpa_slow import write_hpa
 from .keda import write_keda
 from .world import CLUSTER, COOLDOWN, POLLING, PROBE_FAILURES, PROBE_PERIOD, Instance, Job, World
 
@@ -199,6 +200,8 @@ def node_versions(inst: Instance, rv: RV) -> list[tuple[str, dict]]:
         labels = {"kubernetes.io/hostname": inst.node_name, "nvidia.com/gpu.product":
                   inst.gpu_type.replace(" ", "-"), "node.kubernetes.io/instance-type": "runpod"}
         spec: dict = {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]}
+        if inst.role == "forgotten":
+            labels["team"] = "search"
         if inst.mapping == "label":
             labels["runpod.io/pod-id"] = inst.pod_id
         elif inst.mapping == "provider":
@@ -316,4 +319,5 @@ def write_k8s(world: World, out, rv: RV) -> list[str]:
                                 "metadata": {"resourceVersion": ""}, "items": events}, 1))
     with open(k8s / "keda.json", "w", encoding="utf-8") as f:
         json.dump(scaled_objects(), f, indent=1)
-    return [*files, "nodes-watch.json", "events.json", "keda.json", *write_keda(world, k8s)]
+    return [*files, "nodes-watch.json", "events.json", "keda.json", *write_keda(world, k8s),
+            *write_hpa(world, k8s)]

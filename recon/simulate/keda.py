@@ -120,28 +120,30 @@ def add_keda_fleet(world: World) -> None:
                                        deactivated, (insts[0].pod_id, insts[1].pod_id)))
 
 
-def _object(rv: int, created: int, last_active: int, active: bool, reason: str, since: int) -> dict:
+def _object(rv: int, created: int, last_active: int, active: bool, reason: str, since: int,
+            name: str = TARGET, uid: str = SO_UID, cooldown: int = COOLDOWN) -> dict:
     return {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
-            "metadata": {"name": TARGET, "namespace": NAMESPACE, "uid": SO_UID,
+            "metadata": {"name": name, "namespace": NAMESPACE, "uid": uid,
                          "resourceVersion": str(rv), "generation": 1, "creationTimestamp": _ts(created)},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": TARGET},
-                     "pollingInterval": POLLING, "cooldownPeriod": COOLDOWN,
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                     "pollingInterval": POLLING, "cooldownPeriod": cooldown,
                      "minReplicaCount": 0, "maxReplicaCount": 2,
                      "triggers": [{"type": "rabbitmq", "metadata": {"queueName": "serve", "value": "8"}}]},
             "status": {"scaleTargetKind": "apps/v1.Deployment", "lastActiveTime": _ts(last_active),
-                       "hpaName": f"keda-hpa-{TARGET}",
+                       "hpaName": f"keda-hpa-{name}",
                        "conditions": [{"type": "Ready", "status": "True", "reason": "ScaledObjectReady"},
                                       {"type": "Active", "status": "True" if active else "False",
                                        "reason": reason, "lastTransitionTime": _ts(since)}]}}
 
 
-def _keda_event(n: int, reason: str, t: int, note: str) -> dict:
+def _keda_event(n: int, reason: str, t: int, note: str, name: str = TARGET, uid: str = SO_UID,
+                prefix: str = "ev-keda", rv0: int = 800000) -> dict:
     # KEDA's events.k8s.io recorder, read through core/v1: eventTime, no first/lastTimestamp
     return {"apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{TARGET}.{t:x}", "namespace": NAMESPACE, "uid": f"ev-keda-{n}",
-                         "resourceVersion": str(800000 + n), "creationTimestamp": _ts(t)},
-            "involvedObject": {"kind": "ScaledObject", "namespace": NAMESPACE, "name": TARGET,
-                               "uid": SO_UID, "apiVersion": "keda.sh/v1alpha1"},
+            "metadata": {"name": f"{name}.{t:x}", "namespace": NAMESPACE, "uid": f"{prefix}-{n}",
+                         "resourceVersion": str(rv0 + n), "creationTimestamp": _ts(t)},
+            "involvedObject": {"kind": "ScaledObject", "namespace": NAMESPACE, "name": name,
+                               "uid": uid, "apiVersion": "keda.sh/v1alpha1"},
             "reason": reason, "message": note, "type": "Normal", "source": {},
             "firstTimestamp": None, "lastTimestamp": None, "eventTime": _ts(t, micro=True),
             "action": reason.replace("KEDAScaleTarget", ""), "reportingComponent": "keda-operator",

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from .emit_runpod import existence_end, instance_hours, per_gb_second
+from .hpa_slow import hpa_findings
 from .keda import keda_findings
 from .world import (
     SAMPLE_DISK_RUNNING_GB_MONTH,
@@ -165,6 +166,7 @@ def ground_truth(world: World, thresholds: dict) -> dict:
                 findings.add(("STORAGE_LINGERING", v.volume_id, day))
 
     findings |= keda_findings(world, thresholds)
+    findings |= hpa_findings(world, thresholds)
     return {
         "kind": "recon.GroundTruth",
         "seed": world.seed,

@@ -129,6 +129,7 @@ class World:
     endpoints: list[Endpoint]
     volumes: list[NetworkVolume]
     keda_cycles: list = field(default_factory=list)  # recon.simulate.keda.Cycle
+    hpa_cycles: list = field(default_factory=list)  # recon.simulate.hpa_slow.HpaCycle
 
     @property
     def window_start(self) -> int:
@@ -280,7 +281,8 @@ def build_world(seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2
                               namespace="ml-batch", team="vision", node=None, gpus=1, created=t,
                               scheduled=None, deleted=t + 120))
 
-    # A forgotten pod: a Ready GPU node, billed all window, nothing ever scheduled on it.
+    # A forgotten pod: a Ready GPU node, billed all window, nothing ever scheduled on it. A node
+    # pool reserved for one team brought it up, and labels its nodes with that team.
     forgotten = new_inst(nodes, "forgotten", created=w0, terminated=None)
     forgotten.sessions.append(Session(start=w0, stop=end, node_uid=ids.uid(),
                                       node_registered=w0 + 80, node_ready=w0 + 100))
@@ -332,7 +334,9 @@ def build_world(seed: int = 7, days: int = 2, nodes: int = 4, endpoints: int = 2
                                       node_ready=born))
     world = World(seed=seed, start_day=start_day, days=days, instances=instances, endpoints=eps,
                   volumes=vols)
-    from .keda import add_keda_fleet  # (it builds on this module's types)
+    from .hpa_slow import add_hpa_fleet  # (they build on this module's types)
+    from .keda import add_keda_fleet
 
     add_keda_fleet(world)
+    add_hpa_fleet(world)
     return world

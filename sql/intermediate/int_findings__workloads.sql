@@ -19,7 +19,7 @@ killed_runs as (
 ),
 
 budget as (
-    select k.cluster, k.pod_uid, w.resource_id, w.namespace, w.pod_name, w.node_name, w.gpus,
+    select k.cluster, k.pod_uid, w.resource_id, w.namespace, w.pod_name, w.node_name, w.gpus, w.gpu_slots,
            min(k.run_start) as first_start, max(k.run_end) as last_kill,
            count(*) as restarts, any_value(k.budget_s) as budget_s,
            sum(epoch_ms(k.run_end) - epoch_ms(k.run_start)) as killed_ms
@@ -36,7 +36,7 @@ startup_budget as (
         cast(date_trunc('day', b.first_start) as date) as day,
         b.first_start as window_start, b.last_kill as window_end,
         b.killed_ms as ms,
-        cast(r.compute_rate_per_hour * b.killed_ms / 3600000 * b.gpus / greatest(coalesce(c.gpus, b.gpus), b.gpus)
+        cast(r.compute_rate_per_hour * b.killed_ms / 3600000 * b.gpu_slots / greatest(coalesce(c.slots, b.gpu_slots), b.gpu_slots)
              as decimal(38, 12)) as amount_at_stake,
         'Pod ' || b.namespace || '/' || b.pod_name || ' on node ' || b.node_name || ' took longer to start than its'
             || ' startup probe allows (failureThreshold × periodSeconds = ' || b.budget_s || ' s): the probe killed it '
@@ -120,7 +120,7 @@ late_deactivations as (
 
 late_replicas as (
     -- the target's replicas that lived through the delay: each is billed [due, deactivated)
-    select d.*, w.resource_id, w.pod_name, w.gpus, w.team,
+    select d.*, w.resource_id, w.pod_name, w.gpus, w.gpu_slots, w.team,
            greatest(w.scheduled_at, d.due_at) as late_from,
            least(w.window_end_at, d.deactivated_at) as late_until
     from late_deactivations d
@@ -136,7 +136,7 @@ scale_to_zero as (
         min(l.late_from), max(l.late_until),
         sum(epoch_ms(l.late_until) - epoch_ms(l.late_from)),
         cast(sum(r.compute_rate_per_hour * (epoch_ms(l.late_until) - epoch_ms(l.late_from))
-                 / 3600000 * l.gpus / greatest(coalesce(c.gpus, l.gpus), l.gpus)) as decimal(38, 12)),
+                 / 3600000 * l.gpu_slots / greatest(coalesce(c.slots, l.gpu_slots), l.gpu_slots)) as decimal(38, 12)),
         'KEDA scaled ScaledObject ' || any_value(l.namespace) || '/' || any_value(l.name) || ' to zero at '
             || strftime(l.deactivated_at, '%Y-%m-%dT%H:%M:%SZ') || ', ' || (any_value(l.late_ms) // 1000)
             || ' s after it was due: last active ' || strftime(any_value(l.last_active_at), '%Y-%m-%dT%H:%M:%SZ')

@@ -21,6 +21,9 @@ folded as (
         max(node_name) as node_name,
         max(gpus) as gpus,
         max(gpus_requested) as gpus_requested,
+        max(mig_devices) as mig_devices,
+        max(mig_slices) as mig_slices,
+        max(mig_profiles) as mig_profiles,
         min(created_at) as created_at,
         min(scheduled_at) as scheduled_at,
         min(kubelet_started_at) as kubelet_started_at,
@@ -33,7 +36,7 @@ folded as (
         coalesce(max(main_status.restartCount), 0) as restarts,
         min(deletion_at - to_seconds(coalesce(deletion_grace_seconds, 0))) as deletion_requested_at,
         bool_or(event_type = 'DELETED') as deleted,
-        max(labels ->> ('$."' || cfg('team_label') || '"')) as team,
+        max(label_of(labels, team_labels())) as team,
         -- the workload a pod belongs to: a naming label, else its name without generated suffixes
         coalesce(nullif(max(labels ->> '$."app.kubernetes.io/name"'), ''), nullif(max(labels ->> '$.app'), ''),
                  nullif(max(labels ->> '$."scaledjob.keda.sh/name"'), ''),
@@ -69,7 +72,9 @@ backfilled as (
     -- pods known only from kube-state-metrics (days before the collector ran): coarser
     select
         p.cluster, coalesce(p.pod_uid, p.namespace || '/' || p.pod_name) as pod_uid, p.namespace,
-        p.pod_name, p.node_name, p.gpus, p.gpus as gpus_requested, p.created_at,
+        p.pod_name, p.node_name, p.gpus, p.gpus as gpus_requested,
+        -- kube-state-metrics' MIG resources are not read: such a pod holds none here
+        0 as mig_devices, 0 as mig_slices, null as mig_profiles, p.created_at,
         p.started_at as kubelet_started_at, p.started_at, p.ready_at, p.task_finished_at,
         null as exit_reason, null as exit_code, 0 as restarts, null as deletion_requested_at,
         false as deleted, p.team,

@@ -7,9 +7,10 @@
 -- claims only the idle SERVERLESS_STUCK_WORKER and SERVERLESS_ALWAYS_ON do not hold.
 -- Who a finding is about (namespace, owner_kind, owner_name, team, the last columns): the pod's
 -- for a pod's finding; the last workload's for a tail (BILLED_AFTER_EXIT); the ScaledObject's
--- for SCALE_TO_ZERO_LATE; the workloads' for ACTIVITY_WITHOUT_BILLING when they all agree. NULL
--- where no workload explains the money (no node life, the bill itself, storage, serverless,
--- commitments, the account), never spread over teams: a group by team keeps it apart.
+-- for SCALE_TO_ZERO_LATE and HPA_SCALE_DOWN_SLOW; the workloads' for ACTIVITY_WITHOUT_BILLING
+-- when they all agree. NULL where no workload explains the money (no node life, the bill itself,
+-- storage, serverless, commitments, the account), never spread over teams: a group by team keeps
+-- it apart.
 with settings as (
     select
         cfg_int('storage_lingering_age_seconds') as lingering_age_s,
@@ -229,6 +230,8 @@ unioned as (
     select * from after_exit
     union all select * from activity_without_billing
     union all select * from intermediate.int_findings__workloads
+    union all select * from intermediate.int_findings__gpu_sharing
+    union all select * from intermediate.int_findings__hpa
     union all select *, null::varchar, null::varchar, null::varchar, null::varchar from unowned
 ),
 

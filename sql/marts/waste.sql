@@ -28,24 +28,38 @@
 -- with no team label has team `__unallocated__` (as marts.allocation).
 -- Exact decimals: a segment's shares are cut as decimals and what the cut lost goes to its
 -- largest share (milliseconds likewise, in integers), so the shares add up to the segment.
+-- grain: one row per (resource_id, day, cause, namespace, owner_kind, owner_name, team): every
+-- billed second that is not work, and its money, by cause and by the owner it belongs to.
+-- Causes and owners of instance compute: intermediate.int_resource__segment_owners (the rules,
+-- one place for this mart and marts.allocation); of a startup segment, the part a pod present
+-- spent in runs its startup probe killed (lastState.terminated before it first became Ready)
+-- is probe_restarts. The rest (docs/design.md, "Waste"):
+-- * `storage_lingering` → `storage_lingering`; a network volume's lingering share
+--   (marts.network_volume_lingering) → `network_volume_unused`;
+-- * serverless `idle` and `rounding` → `serverless_idle`; `cold_start` → `serverless_cold_start`;
+--   serverless `unobserved` → `unobserved`;
+-- * what a resource-day's bill holds beyond its segments (a missing rate's compute, a bill
+--   line's own rounding) → `unreconciled`, 0 seconds: not known to be work, so held here and
+--   the tie-out (waste + work = billed_amount) stays exact.
+-- Work, not here: `busy`, `execution`, `storage_running`, a network volume's attached share.
+-- These have no owner. What no owner explains is an explicit row: team `__unattributed__`, NULL
+-- owner columns.
+-- Exact decimals: a segment's shares are cut as decimals and what the cut lost goes to its
+-- largest share (milliseconds likewise, in integers), so the shares add up to the segment.
 with segments as (
     select * from intermediate.int_resource__instance_segments
+),
+
+segment_owners as (
+    select * from intermediate.int_resource__segment_owners
 ),
 
 workloads as (
     select * from intermediate.int_resource__workloads
 ),
 
-pod_owners as (
-    select * from intermediate.int_k8s__pod_owners
-),
-
-tail_model as (
-    select * from intermediate.int_resource__tail_model
-),
-
-compute_sessions as (
-    select * from intermediate.int_resource__compute_sessions
+pod_versions as (
+    select * from staging.stg_k8s__pods
 ),
 
 network_volume_lingering as (
@@ -59,142 +73,77 @@ days as (
 ),
 
 owned as (
-    select w.resource_id, w.gpus, w.scheduled_at, w.ready_at, w.window_end_at, w.namespace,
-           o.owner_kind, o.owner_name, coalesce(w.team, '__unallocated__') as team
-    from workloads w
-    left join pod_owners o on o.cluster is not distinct from w.cluster and o.pod_uid = w.pod_uid
-),
-
-waste_segments as (
-    select g.resource_id, g.session_id, g.day, g.seg_start, g.seg_end, g.category, g.ms,
-           g.amount_usd as amount, s.start_at as session_start, s.end_at as session_end
-    from segments g
+    select o.*, g.ms, g.amount_usd as amount,
+           sum(o.weight) over (partition by o.resource_id, o.seg_start) as total
+    from segment_owners o
     cross join days
-    join compute_sessions s using (session_id)
-    where g.day between days.lo and days.hi and g.category in ('startup', 'idle_gap', 'tail', 'unobserved')
+    join segments g using (resource_id, seg_start)
+    where o.day between days.lo and days.hi
 ),
 
--- each owner's GPU-milliseconds on a resource-day: the weights of a gap between owners
-gpu_ms as (
-    select o.resource_id, d.day, o.namespace, o.owner_kind, o.owner_name, o.team,
-           sum(o.gpus * (epoch_ms(least(o.window_end_at, d.day::timestamptz + interval 1 day))
-                         - epoch_ms(greatest(o.scheduled_at, d.day::timestamptz)))) as gpu_ms
-    from owned o
-    join (select distinct resource_id, day from waste_segments) d
-      on d.resource_id = o.resource_id
-     and o.scheduled_at < d.day::timestamptz + interval 1 day and o.window_end_at > d.day::timestamptz
+-- runs of a pod's main container its startup probe killed before it first became Ready
+killed_runs as (
+    select w.resource_id,
+           v.main_status.lastState.terminated.startedAt as run_start,
+           v.main_status.lastState.terminated.finishedAt as run_end
+    from pod_versions v
+    join workloads w on w.cluster is not distinct from v.cluster and w.pod_uid = v.pod_uid
+    where v.main_status.lastState.terminated.finishedAt is not null
+      and v.startup_period_seconds is not null
+      and v.main_status.lastState.terminated.finishedAt <= coalesce(w.ready_at, w.window_end_at)
     group by all
 ),
 
-tail_owners as (
-    select g.resource_id, g.seg_start, t.namespace, t.owner_kind, t.owner_name,
-           coalesce(t.team, '__unallocated__') as team, 1.0 as weight
-    from waste_segments g
-    join tail_model t using (session_id)
-    where g.category = 'tail'
-),
-
-startup_owners as (
-    select g.resource_id, g.seg_start, o.namespace, o.owner_kind, o.owner_name, o.team,
-           sum(o.gpus) as weight
-    from waste_segments g
-    join owned o
-      on o.resource_id = g.resource_id and o.scheduled_at <= g.seg_start
-     and coalesce(o.ready_at, o.window_end_at) >= g.seg_end
-    where g.category = 'startup'
+-- a startup segment's milliseconds inside killed runs (runs of one resource merged first, so
+-- two pods' overlapping runs count once)
+probe_ms as (
+    select o.resource_id, o.seg_start,
+           sum(greatest(0, epoch_ms(least(k.run_end, o.seg_end)) - epoch_ms(greatest(k.run_start, o.seg_start))))
+               as ms
+    from (select distinct resource_id, seg_start, seg_end from owned where category = 'startup') o
+    join (select resource_id, min(run_start) as run_start, max(run_end) as run_end
+          from (select *, sum(new_island) over (partition by resource_id order by run_start, run_end) as island
+                from (select *, case when run_start <= max(run_end) over (partition by resource_id order by run_start, run_end
+                                                                          rows between unbounded preceding and 1 preceding)
+                                     then 0 else 1 end as new_island
+                      from killed_runs))
+          group by resource_id, island) k
+      on k.resource_id = o.resource_id and k.run_start < o.seg_end and k.run_end > o.seg_start
     group by all
-),
-
-gap_sides as (
-    -- the workloads that ended last before the gap and those scheduled first after it, in its session
-    select g.resource_id, g.seg_start, g.day, 'before' as side, o.namespace, o.owner_kind, o.owner_name, o.team
-    from waste_segments g
-    join owned o
-      on o.resource_id = g.resource_id and o.window_end_at <= g.seg_start and o.window_end_at >= g.session_start
-    where g.category = 'idle_gap'
-    qualify o.window_end_at = max(o.window_end_at) over (partition by g.resource_id, g.seg_start)
-    union all
-    select g.resource_id, g.seg_start, g.day, 'after', o.namespace, o.owner_kind, o.owner_name, o.team
-    from waste_segments g
-    join owned o
-      on o.resource_id = g.resource_id and o.scheduled_at >= g.seg_end and o.scheduled_at < g.session_end
-    where g.category = 'idle_gap'
-    qualify o.scheduled_at = min(o.scheduled_at) over (partition by g.resource_id, g.seg_start)
-),
-
-gap_complete as (
-    select resource_id, seg_start from gap_sides group by all having count(distinct side) = 2
-),
-
-gap_owners_all as (
-    select resource_id, seg_start, day, namespace, owner_kind, owner_name, team,
-           count(*) over (partition by resource_id, seg_start) as owners
-    from (select distinct resource_id, seg_start, day, namespace, owner_kind, owner_name, team
-          from gap_sides semi join gap_complete using (resource_id, seg_start))
-),
-
-gap_owners as (
-    select a.resource_id, a.seg_start, a.namespace, a.owner_kind, a.owner_name, a.team,
-           case when a.owners = 1 then 1.0 else coalesce(m.gpu_ms, 0) end as weight
-    from gap_owners_all a
-    left join gpu_ms m
-      on m.resource_id = a.resource_id and m.day = a.day and m.namespace = a.namespace
-     and m.owner_kind is not distinct from a.owner_kind and m.owner_name is not distinct from a.owner_name
-     and m.team = a.team
-),
-
-candidates as (
-    select resource_id, seg_start, namespace, owner_kind, owner_name, team, weight from tail_owners
-    union all select * from startup_owners
-    union all select * from gap_owners
-),
-
-weighted as (
-    select c.*, sum(c.weight) over (partition by c.resource_id, c.seg_start) as total
-    from candidates c
-    where c.weight > 0
-),
-
-instance_cause as (
-    select g.*,
-           case g.category
-               when 'tail' then case t.scaler when 'scale_to_zero' then 'keda_cooldown'
-                                              when 'hpa_scale_in' then 'hpa_scale_down'
-                                              else 'tail_after_exit' end
-               when 'startup' then 'startup'
-               when 'idle_gap' then
-                   case when g.worked_that_day then 'idle_between_jobs'
-                        else 'bill_without_workload' end
-               when 'unobserved' then
-                   case when g.worked_that_day then 'unobserved' else 'bill_without_workload' end
-           end as cause
-    from (select g.*, exists (select 1 from owned o
-                              where o.resource_id = g.resource_id
-                                and o.scheduled_at < g.day::timestamptz + interval 1 day
-                                and o.window_end_at > g.day::timestamptz) as worked_that_day
-          from waste_segments g) g
-    left join tail_model t using (session_id)
 ),
 
 cut as (
     -- a segment with owners: each its share; without: one unattributed piece
-    select g.resource_id, g.day, g.seg_start, g.cause, g.ms as seg_ms, g.amount as seg_amount,
-           w.namespace, w.owner_kind, w.owner_name, coalesce(w.team, '__unattributed__') as team,
-           cast(floor(g.ms * coalesce(w.weight / w.total, 1)) as bigint) as ms,
-           cast(g.amount * coalesce(w.weight / w.total, 1) as decimal(38, 12)) as amount
-    from instance_cause g
-    left join weighted w using (resource_id, seg_start)
+    select o.resource_id, o.day, o.seg_start, o.category, o.cause, o.ms as seg_ms, o.amount as seg_amount,
+           o.namespace, o.owner_kind, o.owner_name, coalesce(o.team, '__unattributed__') as team,
+           cast(floor(o.ms * coalesce(o.weight / o.total, 1)) as bigint) as ms,
+           cast(o.amount * coalesce(o.weight / o.total, 1) as decimal(38, 12)) as amount
+    from owned o
 ),
 
-instance_pieces as (
-    select resource_id, day, cause, namespace, owner_kind, owner_name, team,
+owner_pieces as (
+    select resource_id, day, seg_start, category, cause, namespace, owner_kind, owner_name, team,
            ms + case when row_number() over largest = 1 then seg_ms - sum(ms) over seg else 0 end as ms,
            amount + case when row_number() over largest = 1 then seg_amount - sum(amount) over seg else 0 end
-               as amount
+               as amount,
+           seg_ms
     from cut
     window seg as (partition by resource_id, seg_start),
            largest as (partition by resource_id, seg_start
                        order by amount desc, ms desc, team, namespace, owner_kind, owner_name)
+),
+
+-- each owner's piece of a startup segment split by the segment's share spent in killed runs
+instance_pieces as (
+    select p.resource_id, p.day, p.category, x.cause, p.namespace, p.owner_kind, p.owner_name, p.team,
+           x.ms, x.amount
+    from (select p.*, coalesce(cast(floor(p.ms * k.ms / p.seg_ms) as bigint), 0) as probe_ms,
+                 coalesce(cast(p.amount * k.ms / p.seg_ms as decimal(38, 12)), 0) as probe_amount
+          from owner_pieces p
+          left join probe_ms k on k.resource_id = p.resource_id and k.seg_start = p.seg_start
+                              and p.category = 'startup' and p.seg_ms > 0) p,
+         unnest([{'cause': 'probe_restarts', 'ms': p.probe_ms, 'amount': p.probe_amount},
+                 {'cause': p.cause, 'ms': p.ms - p.probe_ms, 'amount': p.amount - p.probe_amount}]) as u(x)
 ),
 
 others as (

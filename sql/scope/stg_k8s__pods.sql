@@ -3,7 +3,7 @@
 -- after the window (a task there makes the window's gap idle rather than tail), and, before the
 -- window, only the island's last workload. A pod is kept whole or not at all.
 with life as (
-    select l.cluster, l.pod_uid, l.created_at, l.window_end_at, l.gpus, l.scheduled_at,
+    select l.cluster, l.pod_uid, l.created_at, l.window_end_at, l.gpus, l.mig_devices, l.scheduled_at,
            n.resource_id, r.scope_start, r.scope_end
     from staging.stg_k8s__pod_life l
     left join intermediate.int_k8s__node_resources n
@@ -30,7 +30,7 @@ before as (
     select l.cluster, l.pod_uid, l.created_at, l.window_end_at, l.resource_id,
            l.scheduled_at is not null and l.window_end_at > l.scheduled_at as sure
     from life l cross join scope.window w
-    where l.resource_id is not null and l.gpus > 0
+    where l.resource_id is not null and (l.gpus > 0 or l.mig_devices > 0)
       and l.window_end_at <= w.lo and l.window_end_at > l.scope_start
 ),
 

@@ -1,5 +1,5 @@
 -- grain: one row per pod (cluster, pod_uid): the span of its life folded over its versions, as
--- int_k8s__workloads folds it ([created, window end)), with its GPUs and its own PodScheduled
+-- int_k8s__workloads folds it ([created, window end)), with its GPUs (and MIG devices) and its own PodScheduled
 -- time; sql/scope/ reads it to decide which pods a windowed run needs. Refolded only for the
 -- pods a run's new files touched.
 with final as (
@@ -10,6 +10,7 @@ with final as (
         arg_max(pod_name, created_at) as pod_name,
         max(node_name) as node_name,
         max(gpus) as gpus,
+        max(mig_devices) as mig_devices,
         min(created_at) as created_at,
         -- int_k8s__workloads' scheduled_at when not null (else it falls back to events and the
         -- kubelet's start)

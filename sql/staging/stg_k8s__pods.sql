@@ -1,7 +1,9 @@
 -- grain: one row per distinct Pod version (cluster, pod_uid, resource_version).
--- Renames and casts only; the main container is the first one with a GPU limit (else the first).
+-- Renames and casts only; the main container is the first one with a GPU or MIG limit (else the
+-- first).
 -- Each document is parsed once (json_transform into a struct), not once per field, and every
--- field it needs comes out typed (metadata, the GPU limits): nothing is parsed a second time
+-- field it needs comes out typed (metadata, the GPU limits: a map, since MIG resources are named
+-- by their profile): nothing is parsed a second time
 -- (`labels: null` and no labels both stage as NULL; every reader takes keys of them with ->>).
 -- owner_kind, owner_name: the pod's controller as metadata.ownerReferences names it (the entry
 -- with `controller: true`, else the first; NULL for a bare pod): a ReplicaSet, Job,
@@ -48,7 +50,7 @@ source as materialized (
                          "ownerReferences": [{"kind": "VARCHAR", "name": "VARCHAR", "controller": "BOOLEAN"}]},
             "spec": {"nodeName": "VARCHAR",
                      "containers": [{"name": "VARCHAR",
-                                     "resources": {"limits": {"nvidia.com/gpu": "VARCHAR"},
+                                     "resources": {"limits": "MAP(VARCHAR, VARCHAR)",
                                                    "requests": {"nvidia.com/gpu": "VARCHAR"}},
                                      "startupProbe": {"periodSeconds": "BIGINT", "failureThreshold": "BIGINT",
                                                       "initialDelaySeconds": "BIGINT"}}]},
@@ -97,13 +99,21 @@ with_main as (
     select
         *,
         coalesce(
-            list_filter(containers, lambda c: coalesce(try_cast(c.resources.limits."nvidia.com/gpu" as bigint), 0) > 0)[1],
+            list_filter(containers, lambda c: coalesce(try_cast(c.resources.limits['nvidia.com/gpu'] as bigint), 0) > 0
+                or list_bool_or(list_transform(map_keys(c.resources.limits),
+                                               lambda k: starts_with(k, 'nvidia.com/mig-'))))[1],
             containers[1]
         ) as main_container,
         list_sum(list_transform(containers,
-            lambda c: coalesce(try_cast(c.resources.limits."nvidia.com/gpu" as bigint), 0))) as gpus,
+            lambda c: coalesce(try_cast(c.resources.limits['nvidia.com/gpu'] as bigint), 0))) as gpus,
         list_sum(list_transform(containers,
-            lambda c: coalesce(try_cast(c.resources.requests."nvidia.com/gpu" as bigint), 0))) as gpus_requested
+            lambda c: coalesce(try_cast(c.resources.requests."nvidia.com/gpu" as bigint), 0))) as gpus_requested,
+        -- MIG devices the pod holds instead of whole GPUs (the mixed strategy's resources,
+        -- `nvidia.com/mig-<n>g.<memory>gb`, NVIDIA k8s-device-plugin README): how many, their
+        -- compute slices (<n> each) and their names, for int_k8s__node_gpus' fraction
+        flatten(list_transform(containers, lambda c: list_filter(map_entries(c.resources.limits),
+            lambda e: regexp_matches(e.key, '^nvidia\.com/mig-[0-9]+g\.')
+                      and coalesce(try_cast(e.value as bigint), 0) > 0))) as mig_limits
     from typed
 ),
 
@@ -115,6 +125,11 @@ final as (
         owner_ref.name as owner_name,
         coalesce(gpus, 0) as gpus,
         coalesce(gpus_requested, 0) as gpus_requested,
+        coalesce(list_sum(list_transform(mig_limits, lambda e: try_cast(e.value as bigint))), 0) as mig_devices,
+        coalesce(list_sum(list_transform(mig_limits, lambda e: try_cast(e.value as bigint)
+            * cast(regexp_extract(e.key, '^nvidia\.com/mig-([0-9]+)g\.', 1) as bigint))), 0) as mig_slices,
+        nullif(array_to_string(list_sort(list_transform(mig_limits,
+            lambda e: substr(e.key, 12) || ': ' || try_cast(e.value as bigint))), ', '), '') as mig_profiles,
         main_container.name as main_container_name,
         main_container.startupProbe.periodSeconds as startup_period_seconds,
         main_container.startupProbe.failureThreshold as startup_failure_threshold,

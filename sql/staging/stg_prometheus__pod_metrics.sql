@@ -12,7 +12,10 @@ final as (
         doc ->> '$.metric.uid' as pod_uid,
         doc ->> '$.metric.node' as node_name,
         doc ->> '$.metric.resource' as resource,
-        doc ->> ('$.metric."label_' || replace(cfg('team_label'), '.', '_') || '"') as team,
+        -- kube-state-metrics writes a label as `label_<name>`, every character a Prometheus
+        -- label name may not hold (`.`, `/`, `-`) as `_`
+        label_of(doc -> '$.metric', list_transform(team_labels(),
+                 lambda l: 'label_' || regexp_replace(l, '[^a-zA-Z0-9_]', '_', 'g'))) as team,
         coalesce(nullif(doc ->> '$.metric.cluster', ''), cluster) as cluster,
         try_cast(doc ->> '$.values[#-1][1]' as double) as last_value,
         try_cast(doc ->> '$.values[0][0]' as double) as first_seen_epoch,

@@ -60,7 +60,7 @@ def test_summary_artifact_equals_the_marts(daily_run, artifacts_of):
     assert md_value(md, f"At stake ({n_findings} findings)") == money(at_stake)
     outside = q(db, "select coalesce(sum(amount_at_stake), 0) from marts.findings where day = ? "
                     "and code in ('SAVINGS_PLAN_UNUSED', 'ACTIVITY_WITHOUT_BILLING', "
-                    "'BALANCE_BELOW_ONE_HOUR')", [day])[0][0]
+                    "'BALANCE_BELOW_ONE_HOUR', 'GPU_SHARED_OVERSUBSCRIBED')", [day])[0][0]
     assert md_value(md, "of it outside the day's bill (savings-plan upfront, unbilled work, "
                         "balance shortfall)") == money(outside)
     # every category has its row: the rows under Billed add up to it (each rounded to the cent)

@@ -127,3 +127,25 @@ def test_a_watched_pod_is_never_backfilled_even_outside_a_windows_scope(prom, tm
     assert con.execute("select count(*) from marts.workload_lifecycle where pod_name = 'later-job'"
                        ).fetchone()[0] == 1
     con.close()
+
+
+def test_a_team_label_list_reads_kube_state_metrics_sanitised_label_names(prom, tmp_path, monkeypatch):
+    """kube-state-metrics writes a pod label as `label_<name>` with every character a Prometheus
+    label name may not hold replaced by `_` (app.kubernetes.io/part-of →
+    label_app_kubernetes_io_part_of); with no `team` label the second configured one names it."""
+    monkeypatch.setitem(SERIES, "kube_pod_labels", ({"label_app_kubernetes_io_part_of": "nlp"}, 1))
+    landing = tmp_path / "landing"
+    pull_kube_state_metrics(landing, prom, datetime(2026, 5, 20, tzinfo=UTC),
+                            datetime(2026, 5, 21, tzinfo=UTC), step="60s")
+    (landing / "recon.toml").write_text(
+        '[mapping]\nteam_labels = ["team", "app.kubernetes.io/part-of"]\n')
+    run(landing, tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    assert con.execute("select team from marts.workload_lifecycle").fetchall() == [("nlp",)]
+    con.close()
+    # the single default label does not read it
+    (landing / "recon.toml").unlink()
+    run(landing, tmp_path / "db2.duckdb")
+    con = connect(tmp_path / "db2.duckdb", read_only=True)
+    assert con.execute("select team from marts.workload_lifecycle").fetchall() == [(None,)]
+    con.close()

@@ -1,4 +1,4 @@
-"""KEDA's scale to zero, the HPA's N → 1 and a ScaledJob's nodes, from hand-made files in the
+"""KEDA's scale to zero, the HPA's N → 1 (on time and slow) and a ScaledJob's nodes, from hand-made files in the
 formats the API server, kubectl and Runpod emit (sources: tests/reference/keda/README.md).
 
 Every case's bill is cut at $3.60 an hour ($0.001 a second: recon.toml), one GPU per node, so
@@ -86,6 +86,85 @@ def test_a_scaledjobs_node_tail_is_the_node_scale_down_not_a_cooldown(tmp_path):
     assert "KEDA cooldownPeriod 300 s" not in msg
 
 
+def test_the_hpa_held_two_replicas_long_after_demand_fell(tmp_path):
+    """hpa-slow: KEDA's first poll with no trigger active is 10:20:30 (the Active condition's
+    turn to False, ScalerCooldown; lastActiveTime 10:20:00). From then every HPA recommendation
+    is its minReplicas 1 (minReplicaCount 0 → 1: kedacore/keda controllers/keda/hpa.go,
+    getHPAMinReplicas), and the HPA scales in once every recommendation of the last
+    stabilizationWindowSeconds is lower (kubernetes pkg/controller/podautoscaler/horizontal.go,
+    stabilizeRecommendationWithBehaviors: "ScaleDownStabilized", the max of the recommendations
+    newer than now − the window). The ScaledObject sets no window: 300 s (k8s.io/api
+    autoscaling/v2 HPAScalingRules, "For scale down: 300"). Due 10:20:30 + 300 s +
+    hpa_scale_down_tolerance_seconds 60 s = 10:26:30. The HPA's SuccessfulRescale "New size: 1;
+    reason: All metrics below target" is at 10:45:00 and replica q7m4w's deletion was requested
+    then (deletionTimestamp 10:45:30 − grace 30 s). cooldownPeriod 1800 s (1 → 0 only:
+    kedacore/keda#6844) ends at 10:20:00 + 1800 s = 10:50:00, after it: not a cap here. The
+    surplus is [10:26:30, 10:45:00) on rpb2llm, at $3.60/h, 1 GPU of 1."""
+    [f] = findings("hpa-slow", tmp_path)
+    code, rid, day, secs, amount, msg = f
+    held = (10 * 3600 + 45 * 60) - (10 * 3600 + 20 * 60 + 30 + 300 + 60)
+    assert held == 1110
+    assert (code, rid, day) == ("HPA_SCALE_DOWN_SLOW", "rpb2llm", "2026-06-01")
+    assert secs == held and amount == money(held) == Decimal("1.11")
+    assert "stabilizationWindowSeconds 300 s + hpa_scale_down_tolerance_seconds 60 s" in msg
+    assert "demand fell by 2026-06-01T10:20:30Z" in msg and "last active 2026-06-01T10:20:00Z" in msg
+    assert "due to scale in by 2026-06-01T10:26:30Z" in msg
+    assert 'it scaled in at 2026-06-01T10:45:00Z (SuccessfulRescale "New size: 1; reason: All metrics' in msg
+    assert "kept 2 replicas of ml-serve/llm (its minReplicas 1) for 1110 s" in msg
+    assert "1 surplus replica(s) on rpb2llm (llm-6d8f9c7b5-q7m4w): 1110 s billed." in msg
+
+
+def test_a_scale_in_just_inside_the_window_and_tolerance_is_no_finding(tmp_path):
+    """hpa-prompt: as hpa-slow, but the HPA scales in at 10:26:20 (q7m4w's deletion requested
+    then, finishedAt 10:26:30), 10 s before 10:20:30 + 300 s + 60 s = 10:26:30. Its node
+    leaves 50 s after the pod (within scale_down_grace_seconds 60 s + tail_tolerance_seconds
+    60 s), and KEDA's 1 → 0 at 10:50:20 is within 10:20:00 + 1800 s + pollingInterval 30 s +
+    60 s: nothing is late."""
+    assert 10 * 3600 + 26 * 60 + 20 < 10 * 3600 + 20 * 60 + 30 + 300 + 60
+    assert findings("hpa-prompt", tmp_path) == []
+
+
+def test_the_tolerance_is_the_configured_one(tmp_path):
+    """hpa-prompt with [thresholds] hpa_scale_down_tolerance_seconds = 0: due 10:20:30 + 300 s =
+    10:25:30, and q7m4w's deletion was requested at 10:26:20: 50 s held beyond it."""
+    import shutil
+
+    case = tmp_path / "in"
+    shutil.copytree(HERE / "hpa-prompt", case)
+    with open(case / "recon.toml", "a", encoding="utf-8") as f:
+        f.write("\n[thresholds]\nhpa_scale_down_tolerance_seconds = 0\n")
+    db = tmp_path / "w.duckdb"
+    run(case, db)
+    [(code, rid, secs, amount, msg)] = q(db, "select code, resource_id, seconds, amount_at_stake, message "
+                                             "from marts.findings")
+    held = (10 * 3600 + 26 * 60 + 20) - (10 * 3600 + 20 * 60 + 30 + 300)
+    assert (code, rid, secs, amount) == ("HPA_SCALE_DOWN_SLOW", "rpb2llm", held, money(held))
+    assert "hpa_scale_down_tolerance_seconds 0 s" in msg and "it scaled in at 2026-06-01T10:26:20Z" in msg
+
+
+def test_a_surplus_replica_whose_end_is_not_seen_is_held_until_its_nodes_bill_ends(tmp_path):
+    """hpa-slow without q7m4w's last three watch lines (deletion requested, terminated, DELETED):
+    its end is unknown. It is held no later than its node's compute: rpb2llm bills until 10:46:00
+    (billing-pods.json: 2.76 at $3.60/h in the 10:00 hour = 2760 s), before KEDA's own deadline
+    (lastActiveTime 10:20:00 + cooldownPeriod 1800 s = 10:50:00). So q7m4w (10:46:00) is still
+    the replica held shorter than k2x9p (deletion requested 10:50:21), and the surplus:
+    [10:26:30, 10:46:00)."""
+    import shutil
+
+    case = tmp_path / "in"
+    shutil.copytree(HERE / "hpa-slow", case)
+    lines = (case / "pods-watch.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    assert all("q7m4w" in line for line in lines[9:]) and len(lines) == 12
+    (case / "pods-watch.jsonl").write_text("".join(lines[:9]), encoding="utf-8")
+    db = tmp_path / "w.duckdb"
+    run(case, db)
+    [(rid, secs, amount, msg)] = q(db, "select resource_id, seconds, amount_at_stake, message "
+                                       "from marts.findings where code = 'HPA_SCALE_DOWN_SLOW'")
+    billed = (10 * 3600 + 46 * 60) - (10 * 3600 + 26 * 60 + 30)
+    assert (rid, secs, amount) == ("rpb2llm", billed, money(billed))
+    assert f"for {billed} s beyond" in msg and f"(llm-6d8f9c7b5-q7m4w): {billed} s billed." in msg
+
+
 def owners(case: str, tmp_path) -> list[tuple]:
     db = tmp_path / f"{case}.duckdb"
     run(HERE / case, db)
@@ -103,12 +182,14 @@ def owners(case: str, tmp_path) -> list[tuple]:
     ("scaledjob", ("BILLED_AFTER_EXIT", "rpc3emb", "ml-batch", "ScaledJob", "embed", "nlp")),
     # hpa-scale-in: the tail after replica q7m4w, a replica of ScaledObject ml-serve/llm's target
     ("hpa-scale-in", ("BILLED_AFTER_EXIT", "rpb2llm", "ml-serve", "ScaledObject", "llm", "search")),
+    # hpa-slow: the ScaledObject whose HPA held replica q7m4w (team=search) past its window
+    ("hpa-slow", ("HPA_SCALE_DOWN_SLOW", "rpb2llm", "ml-serve", "ScaledObject", "llm", "search")),
 ])
 def test_a_finding_names_the_owner_whose_setting_caused_it(case, want, tmp_path):
     assert owners(case, tmp_path) == [want]
 
 
-@pytest.mark.parametrize("case", ["late", "timely", "hpa-scale-in", "scaledjob"])
+@pytest.mark.parametrize("case", ["late", "timely", "hpa-scale-in", "hpa-slow", "hpa-prompt", "scaledjob"])
 def test_every_file_of_the_corpus_cites_its_source(case):
     readme = (HERE / "README.md").read_text(encoding="utf-8")
     for p in sorted((HERE / case).iterdir()):
