@@ -41,6 +41,16 @@ class Thresholds:
     serverless_idle_timeout_seconds: NonNegativeInt = 5
     # Per worker session: slack before SERVERLESS_IDLE_EXCESS fires.
     serverless_idle_tolerance_seconds: NonNegativeInt = 2
+    # Runpod's documented default execution timeout (endpoint settings, "Execution timeout:
+    # 600s (10 min)"); an endpoint's own `timeout` (v2, ms) or `executionTimeoutMs` (v1) wins.
+    serverless_execution_timeout_seconds: NonNegativeInt = 600
+    # SERVERLESS_STUCK_WORKER: a worker seen alive this long past its last job + idle timeout
+    # (it did not scale down), or a job executing this long past the execution timeout. Ten
+    # minutes: a workers snapshot every few minutes and a restart's model load stay under it.
+    serverless_stuck_worker_tolerance_seconds: NonNegativeInt = 600
+    # SERVERLESS_ALWAYS_ON: an endpoint billed this many whole hours in a UTC day with no job
+    # queued, running or in its idle timeout. Two: one such hour can be a single late scale-down.
+    serverless_always_on_hours: NonNegativeInt = 2
     # Billed compute with no workload raises BILLED_WITHOUT_ACTIVITY above this many seconds.
     billed_without_activity_min_seconds: NonNegativeInt = 300
     # A provider "per month" storage price is per this many hours (cloud convention).

@@ -122,7 +122,7 @@ MARTS: dict[str, dict] = {
         "columns": {
             "finding_id": "Stable id: hash of code, resource, day and window start (same across reruns)",
             "code": "A finding code of docs/design.md (BILLED_AFTER_EXIT, STORAGE_LINGERING, SERVERLESS_IDLE_EXCESS, "
-                    "BILLED_WITHOUT_ACTIVITY, ACTIVITY_WITHOUT_BILLING, BILLED_EXCEEDS_RUNTIME, RATE_MISMATCH, "
+                    "SERVERLESS_ALWAYS_ON, SERVERLESS_STUCK_WORKER, BILLED_WITHOUT_ACTIVITY, ACTIVITY_WITHOUT_BILLING, BILLED_EXCEEDS_RUNTIME, RATE_MISMATCH, "
                     "DUPLICATE_BILLING, STARTUP_BUDGET_EXCEEDED, UNSCHEDULABLE_GPU, SCALE_TO_ZERO_LATE, "
                     "GPU_SHARED_OVERSUBSCRIBED, HPA_SCALE_DOWN_SLOW, SAVINGS_PLAN_UNUSED, SAVINGS_PLAN_EXPIRING, BALANCE_BELOW_ONE_HOUR) or RATE_MISSING",
             "severity": "`info`, `warning` or `error`",
@@ -149,7 +149,7 @@ MARTS: dict[str, dict] = {
             "team": "The workload's team label (`mapping.team_labels`), or the node's for BILLED_WITHOUT_ACTIVITY. NULL, "
                     "never a marker, where no workload explains the money (BILLED_WITHOUT_ACTIVITY on an unlabelled "
                     "node, BILLED_EXCEEDS_RUNTIME, DUPLICATE_BILLING, RATE_MISMATCH, "
-                    "RATE_MISSING, STORAGE_LINGERING, SERVERLESS_IDLE_EXCESS, savings plans, the balance) or the pod "
+                    "RATE_MISSING, STORAGE_LINGERING, the SERVERLESS_ codes, savings plans, the balance) or the pod "
                     "has no such label: a group by team keeps that money apart as its own NULL group",
         },
     },

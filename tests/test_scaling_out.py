@@ -33,7 +33,7 @@ import pytest
 from connectors.kubernetes import ClusterConfig, CollectorOptions, Counters
 from connectors.kubernetes.runner import run as run_collector
 from recon.pipeline import run
-from recon.simulate import simulate
+from recon.simulate import serverless_extras, simulate
 from tests.fakes.k8s_api import FakeKubeAPI
 
 DAY1, DAY2 = date(2026, 6, 1), date(2026, 6, 2)
@@ -46,7 +46,8 @@ RESOURCES = ["pods", "events", "nodes", "scaledjobs", "scaledobjects"]
 # the simulator's fixed warm-pool scenario (one Runpod pod id, one balance): keep it in one
 # cluster only, so the two clusters share no billed resource
 EXTRAS = {"warm-pool-watch.jsonl", "warm-pool-objects.json", "billing-pods-warm-pool.json",
-          "inventory-pods-warm-pool.json", "balance.json", "billing-account.json"}
+          "inventory-pods-warm-pool.json", "balance.json", "billing-account.json",
+          *serverless_extras.FILES}
 MARTS = ("workload_lifecycle", "resource_day", "billed_segments", "findings", "allocation",
          "settlement", "rates")
 DAY_MARTS = MARTS[1:]  # one row per day; workload_lifecycle is one row per pod, rebuilt each run
@@ -97,7 +98,10 @@ def _merged_config(worlds: dict[str, Path]) -> str:
     (same sample rate card otherwise)."""
     texts = [(w / "recon.toml").read_text() for w in worlds.values()]
     head = "[rates.serverless_per_second]\n"
-    extra = "".join(t.split(head, 1)[1].split("\n\n", 1)[0] + "\n" for t in texts[1:])
+    # (the fixed serverless scenario's endpoints are the first world's only, as its files are)
+    extra = "".join(line + "\n" for t in texts[1:]
+                    for line in t.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
+                    if line.split(" = ")[0].strip('"') not in serverless_extras.ENDPOINTS)
     return texts[0].replace(head, head + extra, 1)
 
 

@@ -11,7 +11,7 @@ from datetime import date
 from pathlib import Path
 
 from ..config import Thresholds
-from . import output
+from . import output, serverless_extras
 from .emit_k8s import RV, write_k8s
 from .emit_runpod import write_runpod
 from .extras import extras_truth, plan_config, write_extras
@@ -44,7 +44,8 @@ def _config_text(world: World, th: Thresholds) -> str:
               "", "[rates.gpu_per_hour]"]
     lines += [f'"{k}" = "{v}"' for k, v in SAMPLE_GPU_PER_HOUR.items()]
     lines += ["", "[rates.serverless_per_second]"]
-    lines += [f'"{ep.endpoint_id}" = "{SAMPLE_SERVERLESS_PER_SECOND}"' for ep in world.endpoints]
+    lines += [f'"{ep}" = "{SAMPLE_SERVERLESS_PER_SECOND}"'
+              for ep in [e.endpoint_id for e in world.endpoints] + list(serverless_extras.ENDPOINTS)]
     return "\n".join(lines) + "\n"
 
 
@@ -73,12 +74,15 @@ def simulate(out: str | Path, seed: int = 7, days: int = 2, nodes: int = 4, endp
     late = None if late_bill is None else (late_bill - start_day).days
     files = write_k8s(world, out, RV()) + write_runpod(world, out, late, late_out)
     files += write_extras(out, start_day, days)
+    files += serverless_extras.write_serverless_extras(out, start_day)
     if gpu_sharing:
         files += write_gpushare(out, start_day, days)
     (out / "recon.toml").write_text(_config_text(world, th) + plan_config(start_day),
                                     encoding="utf-8")
     truth = ground_truth(world, asdict(th))
     rows, found = extras_truth(start_day, days, asdict(th))
+    more_rows, more_found = serverless_extras.extras_truth(start_day, asdict(th))
+    rows, found = rows + more_rows, found + more_found
     if gpu_sharing:
         more_rows, more_found, truth["gpu_sharing"] = gpushare_truth(start_day)
         rows, found = rows + more_rows, found + more_found

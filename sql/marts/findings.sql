@@ -3,7 +3,8 @@
 -- The lifecycle codes are here; workload, bill and commitment codes come from intermediate.int_findings__*.
 -- One wasted second is money in one finding: BILLED_AFTER_EXIT stops where the node's observed
 -- life ends (BILLED_EXCEEDS_RUNTIME takes the rest); UNSCHEDULABLE_GPU carries no money (the
--- idle nodes' idle_gap holds it); RATE_MISMATCH is price, not time.
+-- idle nodes' idle_gap holds it); RATE_MISMATCH is price, not time; SERVERLESS_IDLE_EXCESS
+-- claims only the idle SERVERLESS_STUCK_WORKER and SERVERLESS_ALWAYS_ON do not hold.
 -- Who a finding is about (namespace, owner_kind, owner_name, team, the last columns): the pod's
 -- for a pod's finding; the last workload's for a tail (BILLED_AFTER_EXIT); the ScaledObject's
 -- for SCALE_TO_ZERO_LATE and HPA_SCALE_DOWN_SLOW; the workloads' for ACTIVITY_WITHOUT_BILLING
@@ -70,21 +71,41 @@ lingering as (
     where d.lingering_storage_seconds > t.lingering_age_s
 ),
 
+-- what SERVERLESS_STUCK_WORKER and SERVERLESS_ALWAYS_ON hold of an endpoint-day's billed idle
+-- (intermediate.int_findings__serverless): the idle excess is claimed only beyond it, so a second
+-- of a worker that did not scale down, or of an hour billed with no job, is money once
+serverless_held as (
+    select resource_id as endpoint_id, day, sum(idle_held_ms) as held_ms
+    from intermediate.int_findings__serverless
+    group by all
+),
+
+idle_excess_days as (
+    select e.*, coalesce(h.held_ms, 0) as held_ms,
+           e.idle_ms - e.expected_idle_ms - coalesce(h.held_ms, 0) as excess_ms
+    from intermediate.int_serverless__endpoint_days e
+    left join serverless_held h using (endpoint_id, day)
+),
+
 idle_excess as (
     select
         'SERVERLESS_IDLE_EXCESS', 'warning', e.endpoint_id, e.day,
         e.day::timestamptz, e.day::timestamptz + interval 1 day,
-        e.idle_ms - e.expected_idle_ms,
-        cast(e.rate_per_second * (e.idle_ms - e.expected_idle_ms) / 1000 as decimal(38, 12)),
+        e.excess_ms,
+        cast(e.rate_per_second * e.excess_ms / 1000 as decimal(38, 12)),
         'Serverless endpoint ' || e.endpoint_id || ' billed ' || secs_text((e.idle_ms / 1000)::decimal(18, 3))
             || ' s of worker idle on ' || e.day || ' across ' || e.worker_sessions
             || ' worker sessions; the idle timeout and the gaps between requests explain '
-            || secs_text((e.expected_idle_ms / 1000)::decimal(18, 3)) || ' s. Excess '
-            || secs_text(((e.idle_ms - e.expected_idle_ms) / 1000)::decimal(18, 3))
+            || secs_text((e.expected_idle_ms / 1000)::decimal(18, 3)) || ' s'
+            || case when e.held_ms > 0
+                    then ', and SERVERLESS_STUCK_WORKER or SERVERLESS_ALWAYS_ON hold '
+                         || secs_text((e.held_ms / 1000)::decimal(18, 3)) || ' s'
+                    else '' end
+            || '. Excess ' || secs_text((e.excess_ms / 1000)::decimal(18, 3))
             || ' s exceeds serverless_idle_tolerance_seconds = ' || t.idle_tol_s || ' s per session.'
-    from intermediate.int_serverless__endpoint_days e
+    from idle_excess_days e
     cross join settings t
-    where e.observed and e.idle_ms - e.expected_idle_ms > t.idle_tol_s * 1000 * e.worker_sessions
+    where e.observed and e.excess_ms > t.idle_tol_s * 1000 * e.worker_sessions
 ),
 
 work_days as (
@@ -210,6 +231,8 @@ rate_missing as (
 unowned as (
     select * from lingering
     union all select * from idle_excess
+    union all select code, severity, resource_id, day, window_start, window_end, ms, amount_at_stake, message
+              from intermediate.int_findings__serverless
     union all select * from rate_missing
     union all select * from intermediate.int_findings__billing
     union all select * from intermediate.int_findings__commitments

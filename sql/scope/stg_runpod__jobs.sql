@@ -10,11 +10,12 @@ with span as (
     semi join (select hash(endpoint_id, worker_id) as h from scope.window_workers) k using (h)
 ),
 
--- Only the columns its one reader, int_serverless__worker_sessions, takes: that reader evaluates
--- this view over the window's ~2 M jobs, whose ids and file names are most of the bytes (a reader
--- needing another column fails to bind in every windowed test).
+-- Only the columns its readers take (int_serverless__worker_sessions; int_findings__serverless
+-- adds job_id and status, named in its messages): a reader evaluates this view over the window's
+-- ~2 M jobs and reads only the columns it names, but file names would be most of the bytes (a
+-- reader needing another column fails to bind in every windowed test).
 final as (
-    select j.endpoint_id, j.worker_id, j.execution_ms, j.submitted_at, j.execution_started_at,
+    select j.endpoint_id, j.job_id, j.worker_id, j.status, j.execution_ms, j.submitted_at, j.execution_started_at,
            j.completed_at
     from staging.stg_runpod__jobs j
     cross join span s

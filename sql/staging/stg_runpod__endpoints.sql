@@ -12,6 +12,15 @@ final as (
                  try_cast(doc ->> '$.idleTimeout' as bigint)) as idle_timeout_seconds,
         coalesce(try_cast(doc ->> '$.workers.min' as bigint),
                  try_cast(doc ->> '$.workersMin' as bigint)) as workers_min,
+        -- a saved v1 endpoint's `workersStandby`: what the console calls active workers, set
+        -- server-side when a client leaves it out (runpod/flash#364: workers=(0, N) deployed
+        -- workersStandby = 1, one worker kept warm); the v2 Endpoint has no such field
+        try_cast(doc ->> '$.workersStandby' as bigint) as workers_standby,
+        -- per-request execution timeout in milliseconds: v2 `Endpoint.timeout`, v1
+        -- `executionTimeoutMs` (openapi-v2.json / openapi-v1.json); NULL: Runpod's default
+        -- (thresholds.serverless_execution_timeout_seconds)
+        coalesce(try_cast(doc ->> '$.timeout' as bigint),
+                 try_cast(doc ->> '$.executionTimeoutMs' as bigint)) as execution_timeout_ms,
         try_cast(pulled_at as timestamptz) as snapshot_at
     from source
     qualify row_number() over (partition by doc ->> '$.id'

@@ -14,7 +14,9 @@
 -- their endpoint) it reads nothing; with some, every run reads those jobs again.
 with unnamed as (
     select worker_id, min(started_at) as started_at, min(first_seen_at) as first_seen_at,
-           max(last_seen_at) as last_seen_at, min(path_endpoint_id) as path_endpoint_id
+           max(last_seen_at) as last_seen_at, min(path_endpoint_id) as path_endpoint_id,
+           arg_max(last_started_at, last_seen_at) as last_started_at,
+           arg_max(last_status, last_seen_at) as last_status
     from staging.stg_runpod__workers
     where endpoint_id is null
     group by worker_id
@@ -78,6 +80,7 @@ tied as (
 final as (
     select
         worker_id, endpoint_id, tied_by, started_at, first_seen_at, last_seen_at,
+        last_started_at, last_status,
         case when endpoint_id is null then
             'serverless worker ' || worker_id || ': its workers response does not name its endpoint '
             || '(GET /v2/serverless/{id}/workers has it only in the URL) and no input ties it to one ('

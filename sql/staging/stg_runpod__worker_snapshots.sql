@@ -11,7 +11,8 @@ with source as materialized (
         pulled_at,
         source_file,
         record_no,
-        json_transform(doc, '{"id": "VARCHAR", "startedAt": "VARCHAR", "uptimeSeconds": "VARCHAR"}') as j
+        json_transform(doc, '{"id": "VARCHAR", "status": "VARCHAR", "startedAt": "VARCHAR",
+                             "uptimeSeconds": "VARCHAR"}') as j
     from raw.runpod_inventory
     where inventory_kind = 'workers'
 ),
@@ -20,6 +21,9 @@ final as (
     select
         endpoint_id,
         j.id as worker_id,
+        -- openapi-v2 `WorkerStatus`: RUNNING (processing a job), IDLE, INITIALIZING, THROTTLED,
+        -- UNHEALTHY
+        j.status as status,
         try_cast(j.startedAt as timestamptz) as started_at,
         -- x_recon.pulledAt; a response saved as returned says it too: a worker's startedAt +
         -- uptimeSeconds is the instant it was read (openapi-v2 `Worker`; null until placed).
