@@ -1,0 +1,180 @@
+"""FOCUS 1.2 files as the clouds write them: the shapes of the FinOps Foundation's public
+FOCUS-Sample-Data (AWS, Azure and OCI rows) written by hand, each total worked out by hand.
+
+What the sample files do that these rows reproduce: nulls written as the literal `NULL` (and one
+`null`), charges whose period is a month or a week, units that are compound or ratio units
+(FOCUS_Spec specification/attributes/unit_format.md: "-" joins base units, "/" a numerator and a
+denominator), a US date, a commitment purchase and the usage it covers (BilledCost 0,
+EffectiveCost > 0), a credit and a tax row.
+"""
+
+import csv
+from decimal import Decimal
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from recon.db import connect
+from recon.pipeline import run
+
+COLS = ["BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "BillingAccountId",
+        "BillingAccountName", "BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd",
+        "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargeFrequency", "ChargePeriodStart",
+        "ChargePeriodEnd", "CommitmentDiscountId", "CommitmentDiscountStatus", "ConsumedQuantity",
+        "ConsumedUnit", "ContractedUnitPrice", "InvoiceIssuerName", "PricingQuantity", "PricingUnit",
+        "ProviderName", "PublisherName", "ResourceId", "ResourceName", "ResourceType",
+        "ServiceCategory", "ServiceName", "SkuId"]
+APRIL = ("2025-04-01T00:00:00Z", "2025-05-01T00:00:00Z")  # 30 days
+EC2 = "arn:aws:ec2:eu-west-1:123456789012:instance/i-0abc123"
+
+
+def charge(cost, start, end, *, category="Usage", service_category="Compute", service="Amazon EC2",
+           unit="Hours", qty="1", resource=EC2, provider="AWS", effective=None, price="NULL",
+           commitment="NULL", **extra):
+    """One row as the sample writes it: every value text, every null the literal NULL."""
+    r = dict.fromkeys(COLS, "NULL")
+    r.update({"BilledCost": cost, "EffectiveCost": effective or cost, "ListCost": cost,
+              "ContractedCost": "NULL", "BillingAccountId": "123456789012",
+              "BillingAccountName": "acme", "BillingCurrency": "USD",
+              "BillingPeriodStart": APRIL[0], "BillingPeriodEnd": APRIL[1],
+              "ChargeCategory": category, "ChargeDescription": f"{service} {unit}",
+              "ChargePeriodStart": start, "ChargePeriodEnd": end, "ConsumedQuantity": qty,
+              "ConsumedUnit": unit, "PricingQuantity": qty, "PricingUnit": unit,
+              "ContractedUnitPrice": price, "CommitmentDiscountId": commitment,
+              "InvoiceIssuerName": provider, "ProviderName": provider, "PublisherName": provider,
+              "ResourceId": resource, "ServiceCategory": service_category, "ServiceName": service,
+              **extra})
+    return r
+
+
+DAY1 = ("2025-04-01T00:00:00Z", "2025-04-02T00:00:00Z")
+ROWS = [
+    # 1 h of a g5.xlarge at its contracted 1.006/h, and the next hour a savings plan covered:
+    # BilledCost 0, EffectiveCost 0.70 (a commitment's usage: no rate mismatch)
+    charge("1.006", "2025-04-01T10:00:00Z", "2025-04-01T11:00:00Z", price="1.006", unit="Hrs"),
+    charge("0", "2025-04-01T11:00:00Z", "2025-04-01T12:00:00Z", price="1.006", unit="Hrs",
+           effective="0.70", commitment="arn:aws:savingsplans::123456789012:savingsplan/sp-1",
+           CommitmentDiscountStatus="Used"),
+    # the savings plan's fee for the day: a Purchase on no resource, its quantity written `null`
+    charge("2.00", *DAY1, category="Purchase", service="Savings Plans for AWS Compute usage",
+           unit="Hours", qty="null", resource="NULL", ChargeFrequency="Recurring"),
+    # a month of S3 (30.00 over April's 30 days: 1.00 a day) and of OCI block volume
+    charge("30.00", *APRIL, service_category="Storage", service="Amazon S3", unit="GB-Months",
+           qty="1300", resource="arn:aws:s3:::acme-models"),
+    charge("0.60", *APRIL, service_category="Storage", service="Block Storage", provider="OCI",
+           unit="GiB/Second-Months", qty="43200", resource="NULL"),
+    # a credit and a tax on the month, on no resource (-2.61 / 30 = -0.087 a day; 3.00 / 30 = 0.10)
+    charge("-2.61", *APRIL, category="Credit", unit="NULL", qty="NULL", resource="NULL"),
+    charge("3.00", *APRIL, category="Tax", service_category="Other", service="Tax", unit="NULL",
+           qty="NULL", resource="NULL"),
+    # Compute that is not an instance's time: ratio and compound units
+    charge("7.00", "2025-04-01T00:00:00Z", "2025-04-08T00:00:00Z", provider="OCI",
+           service="Compute", unit="Units/Hour", qty="168", resource="ocid1.instancepool.oc1..aaa"),
+    charge("0.0166667", *DAY1, service="AWS Lambda", unit="Lambda-GB-Seconds", qty="1000",
+           resource="arn:aws:lambda:eu-west-1:123456789012:function:embed"),
+    charge("1.92", *DAY1, provider="Microsoft", service="Container Instances", unit="vCPU-Hours",
+           qty="48", resource="/subscriptions/s1/resourceGroups/rg/providers/"
+                              "Microsoft.ContainerInstance/containerGroups/cg1"),
+    charge("0.48", *DAY1, service="Azure Databricks", provider="Microsoft", unit="Core-Seconds",
+           qty="86400", resource="/subscriptions/s1/resourceGroups/rg/providers/"
+                                 "Microsoft.Databricks/workspaces/ws1"),
+    charge("0.192", *DAY1, service_category="Networking", service="Elastic Load Balancing",
+           unit="LCU-Hours", qty="24", resource="arn:aws:elasticloadbalancing:eu-west-1:"
+                                                "123456789012:loadbalancer/app/web/50dc6c"),
+    charge("0.0312", *DAY1, service_category="Databases", service="Amazon DynamoDB",
+           unit="WriteCapacityUnit-Hours", qty="48", resource="arn:aws:dynamodb:eu-west-1:"
+                                                           "123456789012:table/jobs"),
+    # a US date: no year 4, no vanishing row; the row is quarantined with its reason
+    charge("5.00", "4/1/25", "4/2/25", service_category="Storage", service="Amazon S3",
+           unit="GB-Months", qty="1", resource="arn:aws:s3:::acme-logs"),
+]
+TOTAL = (Decimal("1.006") + 0 + Decimal("2.00") + Decimal("30.00") + Decimal("0.60")
+         - Decimal("2.61") + Decimal("3.00") + Decimal("7.00") + Decimal("0.0166667")
+         + Decimal("1.92") + Decimal("0.48") + Decimal("0.192") + Decimal("0.0312"))  # 43.6358667
+
+
+def write(path, rows, cols=COLS):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def land(tmp_path, rows):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write(folder / "focus.csv", rows)
+    res = run(folder, tmp_path / "db.duckdb")
+    return res, connect(tmp_path / "db.duckdb", read_only=True)
+
+
+def test_sample_shapes_land_with_their_totals(tmp_path):
+    res, con = land(tmp_path, ROWS)
+    # 1, 4: the literal NULLs are nulls (no "ContractedCost is not a number: 'NULL'"); only the
+    # US date is quarantined, with its reason (line 15: the header is line 1)
+    assert con.execute("select locator, reason from raw.quarantine").fetchall() == [
+        ("line 15", "ChargePeriodStart is not a FOCUS date/time (ISO 8601 in UTC, "
+                    "YYYY-MM-DDTHH:mm:ssZ): '4/1/25'")]
+    assert res.quarantined == 1
+    # the warehouse holds the file's BilledCost, to the last decimal
+    assert con.execute("select sum(billed_cost) from marts.focus_charges").fetchone()[0] == TOTAL
+    # no resource is named "NULL"
+    assert con.execute("select count(*) from marts.focus_charges where resource_id = 'NULL' "
+                       "or focus_resource_id = 'NULL'").fetchone()[0] == 0
+    # 2: the month-long rows are on each of April's 30 days, 1/30 each; 15 April holds
+    # S3 1.00 + OCI volume 0.02 + credit -0.087 + tax 0.10 = 1.033
+    days = dict(con.execute("select day::varchar, sum(billed_cost) from marts.focus_charges "
+                            "group by day").fetchall())
+    assert len(days) == 30 and days["2025-04-15"] == Decimal("1.033")
+    # 1 April: the instance 1.006, the purchase 2.00, the Lambda, ACI, Databricks, ELB and
+    # DynamoDB days, 1/7 of the OCI week (1.00) and 1/30 of the month rows (1.033)
+    assert days["2025-04-01"] == (Decimal("1.006") + Decimal("2.00") + Decimal("0.0166667")
+                                  + Decimal("1.92") + Decimal("0.48") + Decimal("0.192")
+                                  + Decimal("0.0312") + Decimal("1.00") + Decimal("1.033"))
+    assert sum(days.values()) == TOTAL
+    # each piece of a row adds up to the row: the credit's 30 pieces are -0.087 each
+    assert con.execute("select count(*), sum(billed_cost), min(billed_cost), max(billed_cost) "
+                       "from marts.focus_charges where charge_category = 'Credit'").fetchone() == (
+        30, Decimal("-2.61"), Decimal("-0.087"), Decimal("-0.087"))
+    # 5, 3: only the instance's hours take part in the lifecycle: 2 h = 7,200 billed seconds,
+    # 1.006 billed (the covered hour bills 0). Units/Hour, LCU-Hours, vCPU-Hours,
+    # Lambda-GB-Seconds, GiB/Second-Months, Core-Seconds and WriteCapacityUnit-Hours add none.
+    assert con.execute("select resource_id, day::varchar, billed_seconds, billed_amount, "
+                       "lingering_storage_seconds from marts.resource_day").fetchall() == [
+        ("i-0abc123", "2025-04-01", Decimal("7200.000"), Decimal("1.006"), Decimal("0.000"))]
+    assert con.execute("select count(*) from marts.focus_charges where reconciled").fetchone()[0] == 2
+    # no lifecycle was landed, so the instance's 2 h are billed without activity; storage,
+    # networking, credits and taxes raise nothing, and the covered hour is no rate mismatch
+    assert con.execute("select distinct code, resource_id from marts.findings").fetchall() == [
+        ("BILLED_WITHOUT_ACTIVITY", "i-0abc123")]
+
+
+cost = st.decimals(min_value=Decimal("-50"), max_value=Decimal("500"), places=6)
+period = st.tuples(st.integers(0, 29 * 24), st.integers(1, 20 * 24))  # hours from 1 April, length
+kind = st.sampled_from([("Usage", "Compute", "Hours"), ("Usage", "Storage", "GB-Months"),
+                        ("Usage", "Compute", "vCPU-Hours"), ("Credit", "Compute", "NULL"),
+                        ("Tax", "Other", "NULL"), ("Purchase", "Compute", "Hours")])
+resource = st.sampled_from([EC2, "NULL", "arn:aws:s3:::b1", "/subscriptions/s/vm/virtualMachines/v1"])
+
+
+def _ts(hours):
+    from datetime import UTC, datetime, timedelta
+    return (datetime(2025, 4, 1, tzinfo=UTC) + timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(cost, period, kind, resource), min_size=1, max_size=12))
+def test_the_warehouse_holds_the_files_billed_cost(tmp_path_factory, rows):
+    """For any FOCUS file: the marts hold its BilledCost exactly, and the lifecycle's share
+    (marts.resource_day) plus the other charges is that total."""
+    tmp = tmp_path_factory.mktemp("focus")
+    written = [charge(str(c), _ts(h), _ts(min(h + n, 30 * 24)), category=cat, service_category=sc,
+                      unit=u, qty="2" if u != "NULL" else "NULL", resource=r)
+               for c, (h, n), (cat, sc, u), r in rows]
+    _, con = land(tmp, written)
+    total = sum((c for c, *_ in rows), Decimal(0))
+    assert con.execute("select coalesce(sum(billed_cost), 0) from marts.focus_charges").fetchone()[0] == total
+    lifecycle = con.execute("select coalesce(sum(billed_amount), 0) from marts.resource_day").fetchone()[0]
+    other = con.execute("select coalesce(sum(billed_cost), 0) from marts.focus_charges "
+                        "where not reconciled").fetchone()[0]
+    assert lifecycle + other == total
