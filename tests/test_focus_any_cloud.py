@@ -178,3 +178,51 @@ def test_the_warehouse_holds_the_files_billed_cost(tmp_path_factory, rows):
     other = con.execute("select coalesce(sum(billed_cost), 0) from marts.focus_charges "
                         "where not reconciled").fetchone()[0]
     assert lifecycle + other == total
+
+
+def _marts(con) -> dict:
+    tables = [r[0] for r in con.execute(
+        "select table_name from information_schema.tables where table_schema = 'marts' "
+        "order by 1").fetchall()]
+    return {t: con.execute(f"select * from marts.{t} order by all").fetchall() for t in tables}
+
+
+def test_import_export_import_gives_the_same_marts(tmp_path):
+    """The export keeps each landed row's source (provider, account, service, SKU, resource id,
+    units, quantities, costs), one row per charge and day, so landing it again rebuilds every
+    mart row for row."""
+    from recon.outputs.focus import export_month
+
+    _, con = land(tmp_path, ROWS)
+    first = _marts(con)
+    out = tmp_path / "out"
+    export_month(con, "2025-04", out)
+    con.close()
+    with open(out / "focus_2025-04.csv", newline="", encoding="utf-8") as f:
+        exported = list(csv.DictReader(f))
+    # 2 instance hours + 30 days of S3, the OCI volume, the credit and the tax + 7 OCI days +
+    # the purchase, Lambda, ACI, Databricks, ELB and DynamoDB of 1 April = 2 + 120 + 7 + 6
+    assert len(exported) == 135
+    ec2 = [r for r in exported if r["ResourceId"] == EC2]
+    assert {(r["ProviderName"], r["ServiceName"], r["BillingAccountId"], r["x_ResourceKind"],
+             r["x_BilledSeconds"]) for r in ec2} == {
+        ("AWS", "Amazon EC2", "123456789012", "instance", "7200.000")}
+    assert {r["ProviderName"] for r in exported} == {"AWS", "OCI", "Microsoft"}
+    assert sum(Decimal(r["BilledCost"]) for r in exported) == TOTAL
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "focus.csv").write_bytes((out / "focus_2025-04.csv").read_bytes())
+    run(again, tmp_path / "again.duckdb")
+    con2 = connect(tmp_path / "again.duckdb", read_only=True)
+    second = _marts(con2)
+    assert first.keys() == second.keys()
+    for table in first:
+        assert first[table] == second[table], table
+    costs = {}
+    for day in ("2025-04-01", "2025-04-15"):
+        with open(out / f"costs_{day}.csv", newline="", encoding="utf-8") as f:
+            costs[day] = sum(Decimal(r["billed_amount"]) for r in csv.DictReader(f))
+    # the costs file holds the day's whole bill: 15 April is the month rows' 1.033
+    assert costs["2025-04-15"] == Decimal("1.033")
+    # 1 April: 1.006 + 2.00 + 0.0166667 + 1.92 + 0.48 + 0.192 + 0.0312 + 1.00 + 1.033
+    assert costs["2025-04-01"] == Decimal("7.6788667")
