@@ -78,6 +78,11 @@ class Mapping:
     # `team_label`, which is what a file written for one label keeps meaning.
     team_label: str = "team"
     team_labels: tuple[str, ...] = ()
+    # FOCUS rows reconciled as instance compute besides ServiceCategory `Compute`: regular
+    # expressions (RE2) over SkuId or ChargeDescription, e.g. ["^ml\\.g5\\."] for SageMaker's
+    # GPU instances (ServiceCategory "AI and Machine Learning"). The row must still be usage of a
+    # resource consumed in a duration (sql/staging/stg_focus__charges.sql).
+    focus_compute_sku_patterns: tuple[str, ...] = ()
 
     @property
     def effective_team_labels(self) -> tuple[str, ...]:

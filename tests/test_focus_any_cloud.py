@@ -226,3 +226,88 @@ def test_import_export_import_gives_the_same_marts(tmp_path):
     assert costs["2025-04-15"] == Decimal("1.033")
     # 1 April: 1.006 + 2.00 + 0.0166667 + 1.92 + 0.48 + 0.192 + 0.0312 + 1.00 + 1.033
     assert costs["2025-04-01"] == Decimal("7.6788667")
+
+
+def _cloud_node(name, provider_id, uid):
+    """A GPU node and one pod on it, as the API server writes them: node Ready at 09:59, the
+    pod scheduled 10:00, Ready 10:10, its container finished 11:00 (Completed)."""
+    import json
+
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": f"train-{uid}", "namespace": "ml", "uid": f"p-{uid}",
+                        "resourceVersion": "2", "creationTimestamp": "2025-04-02T10:00:00Z"},
+           "spec": {"nodeName": name,
+                    "containers": [{"name": "w", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+           "status": {"conditions": [
+               {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2025-04-02T10:00:00Z"},
+               {"type": "Ready", "status": "True", "lastTransitionTime": "2025-04-02T10:10:00Z"}],
+               "containerStatuses": [{"name": "w", "restartCount": 0, "state": {"terminated": {
+                   "reason": "Completed", "exitCode": 0, "startedAt": "2025-04-02T10:02:00Z",
+                   "finishedAt": "2025-04-02T11:00:00Z"}}}]}}
+    node = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": f"n-{uid}", "resourceVersion": "5",
+                         "creationTimestamp": "2025-04-02T09:58:00Z"},
+            "spec": {"providerID": provider_id},
+            "status": {"conditions": [{"type": "Ready", "status": "True",
+                                       "lastTransitionTime": "2025-04-02T09:59:00Z"}]}}
+    return [json.dumps({"type": "ADDED", "object": node}), json.dumps({"type": "ADDED", "object": pod})]
+
+
+def test_cloud_gpu_nodes_map_to_their_focus_resource_ids(tmp_path):
+    """A Kubernetes node's spec.providerID (aws:///<zone>/<instance-id>,
+    azure:///subscriptions/…/virtualMachines/<name>, gce://<project>/<zone>/<name>) maps to the
+    FOCUS ResourceId of its VM by the id's last segment, as a Runpod pod id does; an Azure name
+    in either case (Azure names are case-insensitive). Each node is billed 10:00-12:00 in two
+    hourly rows; its task finished at 11:00, so each has 3,600 s billed after exit."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    clouds = [
+        ("ip-10-0-1-5", "aws:///eu-west-1a/i-0abc123", EC2, "AWS"),
+        ("gpu-vm-1", "azure:///subscriptions/s1/resourceGroups/RG/providers/Microsoft.Compute/"
+                     "virtualMachines/GPU-VM-1",
+         "/subscriptions/s1/resourcegroups/rg/providers/microsoft.compute/virtualmachines/gpu-vm-1",
+         "Microsoft"),
+        ("gpu-node-1", "gce://acme-ml/us-central1-a/gpu-node-1",
+         "//compute.googleapis.com/projects/acme-ml/zones/us-central1-a/instances/gpu-node-1",
+         "Google Cloud"),
+    ]
+    lines, rows = [], []
+    for i, (name, pid, rid, provider) in enumerate(clouds):
+        lines += _cloud_node(name, pid, str(i))
+        rows += [charge("2.50", f"2025-04-02T{h}:00:00Z", f"2025-04-02T{h + 1}:00:00Z",
+                        price="2.50", resource=rid, provider=provider) for h in (10, 11)]
+    (folder / "k8s.jsonl").write_text("\n".join(lines) + "\n")
+    write(folder / "focus.csv", rows)
+    run(folder, tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    assert con.execute("select resource_id, node_name from marts.workload_lifecycle "
+                       "order by 1").fetchall() == [
+        ("gpu-node-1", "gpu-node-1"), ("gpu-vm-1", "gpu-vm-1"), ("i-0abc123", "ip-10-0-1-5")]
+    # 2 h billed each = 7,200 s at 2.50/h = 5.00; 11:00-12:00 after the task: 3,600 s
+    assert con.execute("select resource_id, billed_seconds, billed_after_exit_seconds, billed_amount "
+                       "from marts.resource_day order by 1").fetchall() == [
+        (r, Decimal("7200.000"), Decimal("3600.000"), Decimal("5.00"))
+        for r in ("gpu-node-1", "gpu-vm-1", "i-0abc123")]
+    assert con.execute("select resource_id, code from marts.findings order by 1").fetchall() == [
+        ("gpu-node-1", "BILLED_AFTER_EXIT"), ("gpu-vm-1", "BILLED_AFTER_EXIT"),
+        ("i-0abc123", "BILLED_AFTER_EXIT")]
+
+
+def test_configured_sku_patterns_reconcile_gpu_instances_of_other_services(tmp_path):
+    """SageMaker bills its GPU instances under ServiceCategory "AI and Machine Learning": other
+    charges by default, instance compute once mapping.focus_compute_sku_patterns names them."""
+    rows = [charge("1.515", "2025-04-01T10:00:00Z", "2025-04-01T11:00:00Z",
+                   service_category="AI and Machine Learning", service="Amazon SageMaker",
+                   unit="Hrs", price="1.515", SkuId="ml.g5.xlarge-Training",
+                   resource="arn:aws:sagemaker:eu-west-1:123456789012:training-job/tune-1")]
+    _, con = land(tmp_path, rows)
+    assert con.execute("select count(*) from marts.resource_day").fetchone()[0] == 0
+    con.close()
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    write(folder / "focus.csv", rows)
+    (folder / "recon.toml").write_text('[mapping]\nfocus_compute_sku_patterns = ["^ml\\\\.g5\\\\."]\n')
+    run(folder, tmp_path / "cfg.duckdb")
+    con = connect(tmp_path / "cfg.duckdb", read_only=True)
+    assert con.execute("select resource_id, billed_seconds, billed_amount from marts.resource_day"
+                       ).fetchall() == [("tune-1", Decimal("3600.000"), Decimal("1.515"))]

@@ -14,6 +14,7 @@ def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -
     con.execute("create or replace table config.settings (name varchar primary key, value varchar)")
     settings = {**asdict(cfg.thresholds), **asdict(cfg.mapping),
                 "team_labels": json.dumps(list(cfg.mapping.effective_team_labels)),
+                "focus_compute_sku_patterns": json.dumps(list(cfg.mapping.focus_compute_sku_patterns)),
                 "day_from": day_from.isoformat() if day_from else "0001-01-01",
                 "day_to": day_to.isoformat() if day_to else "9999-12-31"}
     con.executemany("insert into config.settings values (?, ?)",

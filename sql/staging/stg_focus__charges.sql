@@ -14,7 +14,8 @@
 -- consumed_unit_seconds is the seconds of one such unit, else NULL.
 --
 -- is_instance_compute: the row is billed time of one instance (a VM, a GPU pod): a Usage row of
--- ServiceCategory Compute on a resource, consumed in a duration. Those rows take part in the
+-- ServiceCategory Compute (or whose SkuId or ChargeDescription matches one of
+-- mapping.focus_compute_sku_patterns) on a resource, consumed in a duration. Those rows take part in the
 -- lifecycle reconciliation; every other row (storage, networking, databases, serverless compute
 -- in GB-seconds, SaaS, purchases, taxes, credits) is carried through as another charge.
 with source as (
@@ -38,7 +39,13 @@ typed as (
 final as (
     select
         doc ->> '$.ResourceId' as resource_id_raw,
-        regexp_extract(doc ->> '$.ResourceId', '([^/:]+)/*$', 1) as resource_key,
+        -- an Azure resource id's name in lower case: Azure resource names are case-insensitive
+        -- ("Always perform a case-insensitive comparison of names", learn.microsoft.com
+        -- azure-resource-manager/management/resource-name-rules), and cost exports and
+        -- spec.providerID spell them differently (int_k8s__node_resources does the same)
+        case when lower(doc ->> '$.ResourceId') like '/subscriptions/%'
+             then lower(regexp_extract(doc ->> '$.ResourceId', '([^/:]+)/*$', 1))
+             else regexp_extract(doc ->> '$.ResourceId', '([^/:]+)/*$', 1) end as resource_key,
         doc ->> '$.ResourceName' as resource_name,
         doc ->> '$.ResourceType' as resource_type,
         try_cast(doc ->> '$.ChargePeriodStart' as timestamptz) as charge_start,
@@ -83,7 +90,12 @@ final as (
              when 'millisecond' then 0.001 when 'day' then 86400
         end * coalesce(nullif(pricing_unit_parts.qty, '')::bigint, 1) as pricing_unit_seconds,
         coalesce(doc ->> '$.ChargeCategory' = 'Usage'
-                 and doc ->> '$.ServiceCategory' = 'Compute'
+                 and (doc ->> '$.ServiceCategory' = 'Compute'
+                      or list_bool_or(list_transform(
+                             (select cast(json(value) ->> '$[*]' as varchar[]) from config.settings
+                               where name = 'focus_compute_sku_patterns'),
+                             lambda p: regexp_matches(coalesce(doc ->> '$.SkuId', ''), p)
+                                       or regexp_matches(coalesce(doc ->> '$.ChargeDescription', ''), p))))
                  and doc ->> '$.ResourceId' is not null
                  and unit_parts.base <> '', false) as is_instance_compute,
         source_file,
