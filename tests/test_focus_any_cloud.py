@@ -132,6 +132,10 @@ def test_sample_shapes_land_with_their_totals(tmp_path):
                                   + Decimal("1.92") + Decimal("0.48") + Decimal("0.192")
                                   + Decimal("0.0312") + Decimal("1.00") + Decimal("1.033"))
     assert sum(days.values()) == TOTAL
+    # the run summary carries them: 15 April has no lifecycle money, only the 1.033 (shown 1.03)
+    summary = {str(d["day"]): d for d in res.days}
+    assert (summary["2025-04-15"]["billed"], summary["2025-04-15"]["other_charges"],
+            summary["2025-04-15"]["bill_total"]) == (Decimal("0.00"), Decimal("1.03"), Decimal("1.03"))
     # each piece of a row adds up to the row: the credit's 30 pieces are -0.087 each
     assert con.execute("select count(*), sum(billed_cost), min(billed_cost), max(billed_cost) "
                        "from marts.focus_charges where charge_category = 'Credit'").fetchone() == (
