@@ -318,3 +318,13 @@ def test_configured_sku_patterns_reconcile_gpu_instances_of_other_services(tmp_p
     con = connect(tmp_path / "cfg.duckdb", read_only=True)
     assert con.execute("select resource_id, billed_seconds, billed_amount from marts.resource_day"
                        ).fetchall() == [("tune-1", Decimal("3600.000"), Decimal("1.515"))]
+
+
+def test_compute_without_a_consumed_quantity_is_timed_by_its_pricing_quantity(tmp_path):
+    """ConsumedQuantity and ConsumedUnit are conditional FOCUS columns: a compute row without
+    them (both NULL) is timed by PricingQuantity in PricingUnit: 1.5 Hours = 5,400 s."""
+    r = charge("3.00", "2025-04-01T10:00:00Z", "2025-04-01T12:00:00Z", price="2.00", qty="1.5")
+    r["ConsumedQuantity"] = r["ConsumedUnit"] = "NULL"
+    _, con = land(tmp_path, [r])
+    assert con.execute("select resource_id, billed_seconds, billed_amount from marts.resource_day"
+                       ).fetchall() == [("i-0abc123", Decimal("5400.000"), Decimal("3.00"))]

@@ -31,7 +31,9 @@ focus as (
         sum(billed_cost) as compute_amount_usd,
         cast(0 as decimal(38, 12)) as disk_amount_usd,
         sum(billed_cost) as total_amount_usd,
-        sum(consumed_quantity * consumed_unit_seconds) as compute_seconds_billed,
+        -- the consumed time, else (no ConsumedQuantity, a conditional FOCUS column) the priced time
+        sum(coalesce(consumed_quantity * consumed_unit_seconds, pricing_quantity * pricing_unit_seconds))
+            as compute_seconds_billed,
         cast(null as bigint) as disk_gb_billed,
         'focus' as source_format,
         -- ContractedUnitPrice is per PricingUnit: per hour when that unit is a duration

@@ -1,4 +1,5 @@
--- grain: one row per FOCUS cost-and-usage row (source_file, record_no). Renames and casts only.
+-- grain: one row per FOCUS cost-and-usage row (source_file, record_no). Renames and casts, and
+-- what kind of charge the row is (is_instance_compute).
 -- resource_key is the last segment of ResourceId (an ARN, a GCP/Azure resource path or a bare
 -- id), the same rule that maps a node's spec.providerID; NULL when the row names no resource
 -- (landing reads the literal `NULL` the FOCUS sample files write as a null, recon/ingest/focus.py).
@@ -97,7 +98,10 @@ final as (
                              lambda p: regexp_matches(coalesce(doc ->> '$.SkuId', ''), p)
                                        or regexp_matches(coalesce(doc ->> '$.ChargeDescription', ''), p))))
                  and doc ->> '$.ResourceId' is not null
-                 and unit_parts.base <> '', false) as is_instance_compute,
+                 -- ConsumedUnit is conditional in FOCUS: without one, the PricingUnit says
+                 and (unit_parts.base <> ''
+                      or doc ->> '$.ConsumedUnit' is null and pricing_unit_parts.base <> ''), false)
+            as is_instance_compute,
         source_file,
         record_no
     from typed
