@@ -328,3 +328,16 @@ def test_compute_without_a_consumed_quantity_is_timed_by_its_pricing_quantity(tm
     _, con = land(tmp_path, [r])
     assert con.execute("select resource_id, billed_seconds, billed_amount from marts.resource_day"
                        ).fetchall() == [("i-0abc123", Decimal("5400.000"), Decimal("3.00"))]
+
+
+def test_a_pattern_that_is_no_regular_expression_is_a_config_problem(tmp_path):
+    import pytest
+
+    from recon.config import load_config
+
+    cfg = tmp_path / "recon.toml"
+    cfg.write_text('[mapping]\nfocus_compute_sku_patterns = ["ml\\\\.g5(", "^p4d"]\n')
+    with pytest.raises(ValueError, match=r"focus_compute_sku_patterns: 'ml.+g5\(' is not a "
+                                         r"regular expression \(.*missing \)") as e:
+        load_config(cfg)
+    assert "^p4d" not in str(e.value)  # the valid one is no problem
