@@ -92,6 +92,11 @@ class Mapping:
     # `team_label`, which is what a file written for one label keeps meaning.
     team_label: str = "team"
     team_labels: tuple[str, ...] = ()
+    # FOCUS rows reconciled as instance compute besides ServiceCategory `Compute`: regular
+    # expressions (RE2) over SkuId or ChargeDescription, e.g. ["^ml\\.g5\\."] for SageMaker's
+    # GPU instances (ServiceCategory "AI and Machine Learning"). The row must still be usage of a
+    # resource consumed in a duration (sql/staging/stg_focus__charges.sql).
+    focus_compute_sku_patterns: tuple[str, ...] = ()
 
     @property
     def effective_team_labels(self) -> tuple[str, ...]:
@@ -224,6 +229,9 @@ def load_config(path: str | Path | None) -> Config:
     problems += [f"{p} [{k}]: unknown section" for k in unknown]
     th = _check(Thresholds, data.get("thresholds", {}), f"{p} [thresholds]", problems)
     mp = _check(Mapping, data.get("mapping", {}), f"{p} [mapping]", problems)
+    if mp is not None:
+        problems += [f"{p} [mapping]: focus_compute_sku_patterns: {why}"
+                     for why in _bad_patterns(mp.focus_compute_sku_patterns)]
     landing = _check(Landing, data.get("landing", {}), f"{p} [landing]", problems)
     if landing is not None and landing.timestamps_from >= landing.timestamps_before:
         problems.append(f"{p} [landing]: timestamps_from ({landing.timestamps_from}) must come "
@@ -257,6 +265,23 @@ def load_config(path: str | Path | None) -> Config:
         raise ValueError(f"{len(problems)} problem(s) in {p}:\n  " + "\n  ".join(problems))
     return Config(thresholds=th, mapping=mp, rates=rates, rate_card=tuple(card),
                   savings_plans=tuple(plans), landing=landing, source=str(p))
+
+
+def _bad_patterns(patterns) -> list[str]:
+    """The patterns DuckDB's regular expressions (RE2, what stg_focus__charges runs) refuse."""
+    if not patterns:
+        return []
+    import duckdb
+
+    con = duckdb.connect()
+    bad = []
+    for pat in patterns:
+        try:
+            con.execute("select regexp_matches('', ?)", [pat])
+        except duckdb.Error as e:
+            bad.append(f"{pat!r} is not a regular expression ({str(e).splitlines()[0]})")
+    con.close()
+    return bad
 
 
 def _iso(d: date | None) -> str | None:

@@ -114,7 +114,9 @@ def billed_span(con) -> tuple[date, date] | None:
     lo, hi = con.execute(
         "select min(d), max(d) from (select cast(bucket_start as date) as d "
         "from staging.stg_runpod__bill_lines union all "
-        "select cast(charge_start as date) from staging.stg_focus__charges)").fetchall()[0]
+        "select cast(charge_start as date) from staging.stg_focus__charges union all "
+        "select cast(charge_end - interval 1 microsecond as date) from staging.stg_focus__charges)"
+    ).fetchall()[0]
     return (lo, hi) if lo is not None else None
 
 

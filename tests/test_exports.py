@@ -206,7 +206,10 @@ def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
     assert set(focus.FOCUS_MANDATORY) <= set(header)
     assert all(c in focus.FOCUS_MANDATORY or c.startswith("x_") or c in (
         "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ServiceSubcategory", "InvoiceId",
-        "ResourceId", "ResourceName", "ResourceType", "Tags") for c in header)
+        "ResourceId", "ResourceName", "ResourceType", "Tags",
+        # FOCUS columns only a landed FOCUS row fills (its SKU, account, commitment, prices)
+        "SkuId", "SkuPriceId", "SubAccountId", "RegionId", "CommitmentDiscountId",
+        "CommitmentDiscountStatus", "ContractedUnitPrice", "ListUnitPrice") for c in header)
     for r in rows:
         assert (r["ProviderName"], r["PublisherName"], r["InvoiceIssuerName"]) == ("Runpod",) * 3
         assert (r["BillingCurrency"], r["ChargeCategory"]) == ("USD", "Usage")

@@ -86,9 +86,14 @@ def test_focus_csv_gpu_node_reconciles(tmp_path):
         ("line 8", "BilledCost is not a number: 'twelve'")]
     d = con.execute("""select resource_id, billed_seconds, billed_after_exit_seconds, billed_amount,
                               compute_stopped_at::varchar from marts.resource_day""").fetchall()
+    # the instance's compute only: its GB-Hours of storage are another charge (below)
     assert d == [("i-0abc123", Decimal("12600.000"), Decimal("9000.000"),
-                  (RATE * Decimal("3.5") + Decimal("0.01")).quantize(Decimal("0.000000000001")),
+                  (RATE * Decimal("3.5")).quantize(Decimal("0.000000000001")),
                   "2026-06-01 13:30:00+00")]
+    other = con.execute("select service_category, charge_category, resource_id, billed_cost "
+                        "from marts.focus_charges where not reconciled order by all").fetchall()
+    assert other == [("Compute", "Purchase", None, Decimal("100")),
+                     ("Storage", "Usage", "i-0abc123", Decimal("0.01"))]
     seg = dict(con.execute("select category, seconds from marts.billed_segments "
                            "where resource_id = 'i-0abc123'").fetchall())
     assert seg["busy"] == Decimal("3000.000") and seg["startup"] == Decimal("600.000")

@@ -14,6 +14,7 @@ def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -
     con.execute("create or replace table config.settings (name varchar primary key, value varchar)")
     settings = {**asdict(cfg.thresholds), **asdict(cfg.mapping),
                 "team_labels": json.dumps(list(cfg.mapping.effective_team_labels)),
+                "focus_compute_sku_patterns": json.dumps(list(cfg.mapping.focus_compute_sku_patterns)),
                 "day_from": day_from.isoformat() if day_from else "0001-01-01",
                 "day_to": day_to.isoformat() if day_to else "9999-12-31"}
     con.executemany("insert into config.settings values (?, ?)",
@@ -60,3 +61,11 @@ def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -
     con.execute(r"""create or replace macro secs_text(x) as
                    regexp_replace(regexp_replace(x::varchar, '(\.[0-9]*[1-9])0+$', '\1'),
                                   '\.0+$', '')""")
+    # the part of `amount` (DECIMAL, 12 places) that the stretch [a, b) of a period `whole` long
+    # holds, in exact integer arithmetic: DuckDB divides decimals as DOUBLE. Each piece is the
+    # difference of two floors of the running share, so the pieces of a period add up to `amount`
+    # exactly (sql/intermediate/int_focus__charge_days.sql splits FOCUS charges by day with it).
+    con.execute("""create or replace macro time_share(amount, a, b, whole) as
+                   cast(cast((cast(amount * 1000000000000 as hugeint) * b) // whole
+                             - (cast(amount * 1000000000000 as hugeint) * a) // whole as decimal(38, 0))
+                        * 0.000000000001 as decimal(38, 12))""")

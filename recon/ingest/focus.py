@@ -1,21 +1,52 @@
 """FOCUS 1.x cost-and-usage files (CSV or Parquet) as a provider source.
 
 Each row lands whole (every column, as text) in `raw.focus_rows`; a row whose mandatory
-columns are missing or whose cost is not a number is quarantined with its line and reason.
-Columns are checked by name, so 1.2 and 1.3 (which adds ServiceProviderName, HostProviderName,
-ContractApplied, Allocated*) both load; unknown columns ride along in the JSON.
+columns are missing, whose cost is not a number or whose charge period is not a FOCUS date/time
+is quarantined with its line and reason. Columns are checked by name, so 1.2 and 1.3 (which adds
+ServiceProviderName, HostProviderName, ContractApplied, Allocated*) both load; unknown columns
+ride along in the JSON.
+
+A null is what the file writes for one: an empty cell, a Parquet null, or the literal `NULL`
+(any case), as the FinOps Foundation's FOCUS-Sample-Data writes nulls in its CSV files. It lands
+as a JSON null, so a NULL ResourceId is no resource and a NULL quantity is no number.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
 REQUIRED = ("ChargePeriodStart", "ChargePeriodEnd", "BilledCost", "ChargeCategory")
 NUMERIC = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "ConsumedQuantity",
            "PricingQuantity", "ContractedUnitPrice", "ListUnitPrice")
 SIGNATURE = {"ChargePeriodStart", "BilledCost"}
+#: The FOCUS Date/Time Format (FOCUS_Spec specification/attributes/datetime_format.md): "values
+#: MUST be in UTC", "extended ISO 8601 format with UTC offset ('YYYY-MM-DDTHH:mm:ssZ')". Read as
+#: such: a date, or a date and time separated by `T` (or the space SQL exports write), seconds
+#: and fractions optional, ending in `Z`, an offset (`+00:00`; another is unambiguous and is
+#: converted) or nothing (UTC by that rule). Anything else (a US `4/1/25`, a day-first date, a
+#: month name) is quarantined: casting it would guess the year. stg_focus__charges applies the
+#: same pattern.
+FOCUS_DATETIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)?(?:Z|[+-]\d{2}:?\d{2})?")
+PERIOD = ("ChargePeriodStart", "ChargePeriodEnd")
+
+
+def parse_focus_datetime(v: str) -> datetime | None:
+    """A FOCUS date/time as an aware UTC datetime, or None when it is not one."""
+    v = v.strip()
+    if not FOCUS_DATETIME.fullmatch(v):
+        return None
+    try:
+        d = datetime.fromisoformat(v.replace(" ", "T", 1).replace("Z", "+00:00"))
+    except ValueError:  # 2026-02-30, 25:00
+        return None
+    if d.tzinfo is None:
+        return d.replace(tzinfo=UTC)
+    return d
 
 
 def looks_like_focus_header(first_line: str) -> bool:
@@ -37,12 +68,25 @@ def _check(row: dict) -> str | None:
             return f"{c} is not a number: {str(v)[:40]!r}"
         if not d.is_finite():
             return f"{c} is not finite: {v}"
+    start, end = (parse_focus_datetime(row[c]) for c in PERIOD)
+    for c, d in zip(PERIOD, (start, end), strict=True):
+        if d is None:
+            return (f"{c} is not a FOCUS date/time (ISO 8601 in UTC, YYYY-MM-DDTHH:mm:ssZ): "
+                    f"{row[c][:40]!r}")
+    if end <= start:
+        return f"ChargePeriodEnd {row['ChargePeriodEnd']} is not after ChargePeriodStart {row['ChargePeriodStart']}"
     return None
 
 
+def _null(v) -> str | None:
+    if v is None:
+        return None
+    v = str(v)
+    return None if v == "" or v.strip().upper() == "NULL" else v
+
+
 def _clean(row: dict) -> dict:
-    return {k.lstrip("\ufeff"): (None if v in ("", None) else str(v)) for k, v in row.items()
-            if k is not None}
+    return {k.lstrip("\ufeff"): _null(v) for k, v in row.items() if k is not None}
 
 
 def read_focus_csv(res, text: str) -> None:

@@ -6,7 +6,8 @@ folder and renamed into place, so a reader never sees half a file):
 
 * ``costs_<YYYY-MM-DD>.csv`` — one row per day × team × namespace × workload × category × cause
   (:data:`COSTS_COLUMNS`). Its ``billed_amount`` adds up **exactly** (all 12 decimals) to
-  ``sum(marts.resource_day.billed_amount)`` for the day.
+  ``sum(marts.resource_day.billed_amount)`` for the day, plus the FOCUS charges carried through
+  without a lifecycle (``marts.focus_charges`` not reconciled), in ``other_charge`` rows.
 * ``findings_<YYYY-MM-DD>.csv`` — ``marts.findings`` for the day (:data:`FINDINGS_COLUMNS`).
 * ``focus_<YYYY-MM>.csv`` and ``.parquet`` — written by `recon.outputs.focus` with the
   validation, cell formats, writers and allocation here.
@@ -44,7 +45,7 @@ UNALLOCATED = "__unallocated__"
 MONEY_SCALE = 12
 SECONDS_SCALE = 3
 
-# (name, kind): kind is str | money | seconds | ts | period | date | bool
+# (name, kind): kind is str | money | seconds | quantity | ts | period | date | bool
 COSTS_SPEC = (
     ("day", "date"), ("team", "str"), ("namespace", "str"), ("workload", "str"),
     ("category", "str"), ("seconds", "seconds"), ("billed_amount", "money"),
@@ -149,6 +150,8 @@ def _cell(v, kind: str) -> str:
         return fmt_decimal(v, MONEY_SCALE)
     if kind == "seconds":
         return fmt_decimal(v, SECONDS_SCALE)
+    if kind == "quantity":  # a FOCUS quantity: a day's piece of a row is exact at 12 places
+        return fmt_decimal(v, MONEY_SCALE)
     if kind in ("ts", "period"):
         return fmt_ts(v, millis=kind == "ts")
     if kind == "date":
@@ -178,13 +181,14 @@ def write_parquet(target: Path, spec, rows: list[dict]) -> Path:
     import pyarrow.parquet as pq
 
     types = {"str": pa.string(), "money": pa.decimal128(38, MONEY_SCALE),
-             "seconds": pa.decimal128(38, SECONDS_SCALE), "ts": pa.timestamp("ms", tz="UTC"),
+             "seconds": pa.decimal128(38, SECONDS_SCALE), "quantity": pa.decimal128(38, MONEY_SCALE),
+             "ts": pa.timestamp("ms", tz="UTC"),
              "period": pa.timestamp("ms", tz="UTC"), "date": pa.date32(), "bool": pa.bool_()}
 
     def norm(v, kind):
         if v is None:
             return None
-        if kind == "money":
+        if kind in ("money", "quantity"):
             return Decimal(fmt_decimal(v, MONEY_SCALE))
         if kind == "seconds":
             return Decimal(fmt_decimal(v, SECONDS_SCALE))
@@ -265,6 +269,18 @@ def cost_rows(shares: list[Share]) -> list[dict]:
     return [dict(zip(COSTS_COLUMNS, (*k[:5], *v, k[5] or None))) for k, v in sorted(acc.items())]
 
 
+def other_cost_rows(con, day: date) -> list[dict]:
+    """The day's FOCUS charges carried through without a lifecycle (marts.focus_charges not
+    reconciled: storage, networking, purchases, credits, taxes): on the bill, so in the costs
+    file, as `other_charge` rows no team was charged, one per service (or charge category)."""
+    rows = con.execute(
+        "select coalesce(service_name, charge_category), sum(billed_cost) from marts.focus_charges "
+        "where day = ? and not reconciled group by all order by all", [day]).fetchall()
+    return [dict(zip(COSTS_COLUMNS, (day, "__unallocated__", "__unallocated__", what,
+                                     "other_charge", Decimal(0), _q(amount, MONEY_SCALE), None, None)))
+            for what, amount in rows]
+
+
 def finding_rows(con, day: date) -> list[dict]:
     cur = con.execute(f"select {', '.join(FINDINGS_COLUMNS)} from marts.findings where day = ? "
                       "order by amount_at_stake desc, finding_id", [day])
@@ -276,5 +292,5 @@ def export_day(con, day: str, out_dir: str | Path) -> list[Path]:
     d = parse_day(day)
     costs = safe_target(out_dir, f"costs_{d.isoformat()}.csv")
     findings = safe_target(out_dir, f"findings_{d.isoformat()}.csv")
-    return [write_csv(costs, COSTS_SPEC, cost_rows(allocate(con, d, d))),
+    return [write_csv(costs, COSTS_SPEC, cost_rows(allocate(con, d, d)) + other_cost_rows(con, d)),
             write_csv(findings, FINDINGS_SPEC, finding_rows(con, d))]

@@ -1,9 +1,15 @@
 """The FOCUS 1.2 cost-and-usage export: ``focus_<YYYY-MM>.csv`` and ``.parquet``.
 
-One row per resource × day × charge category × team × owner × waste cause (:data:`FOCUS_COLUMNS`)
-of the month's reconciled bill; the team is the row's FOCUS ``Tags`` (``{"team": …}``), the
-owner and cause its ``x_`` columns; ``BilledCost`` ties to ``marts.resource_day`` the same way the costs file does, since both
-read the shares of ``marts.allocation`` (:func:`recon.outputs.exports.allocate`). The files follow
+Runpod's bill: one row per resource × day × charge category × team × owner × waste cause
+(:data:`FOCUS_COLUMNS`) of the month's reconciled bill; the team is the row's FOCUS ``Tags``
+(``{"team": …}``), the owner and cause its ``x_`` columns; ``BilledCost`` ties to
+``marts.resource_day`` the same way the costs file does, since both read the shares of
+``marts.allocation`` (:func:`recon.outputs.exports.allocate`).
+
+A landed FOCUS file's charges (``marts.focus_charges``): one row per charge and UTC day, as the
+file named it (provider, account, service, SKU, resource id, units, quantities, costs), with the
+``x_`` columns of its resource-day where it is instance compute. A file exported so lands again
+as the same marts: its pieces lie within one day, so splitting them again changes nothing. The files follow
 the CSV and Parquet rules of :mod:`recon.outputs.exports` and are written with its atomic writers.
 A month's export also writes the daily costs and findings CSVs of every day with data.
 """
@@ -33,8 +39,8 @@ FOCUS_SPEC = (
     ("ChargeFrequency", "str"),
     ("BilledCost", "money"), ("EffectiveCost", "money"), ("ListCost", "money"),
     ("ContractedCost", "money"),
-    ("PricingQuantity", "seconds"), ("PricingUnit", "str"),
-    ("ConsumedQuantity", "seconds"), ("ConsumedUnit", "str"),
+    ("PricingQuantity", "quantity"), ("PricingUnit", "str"),
+    ("ConsumedQuantity", "quantity"), ("ConsumedUnit", "str"),
     ("ServiceName", "str"), ("ServiceCategory", "str"), ("ServiceSubcategory", "str"),
     ("ProviderName", "str"), ("PublisherName", "str"), ("InvoiceIssuerName", "str"),
     ("InvoiceId", "str"),
@@ -47,6 +53,11 @@ FOCUS_SPEC = (
     # who the row's money went to (marts.allocation) and, for money that was not work, why
     ("x_Namespace", "str"), ("x_Workload", "str"), ("x_OwnerKind", "str"), ("x_OwnerName", "str"),
     ("x_WasteCause", "str"),
+    # appended, so a reader by position keeps its columns: what a landed FOCUS row names (empty
+    # on Runpod's rows)
+    ("SkuId", "str"), ("SkuPriceId", "str"), ("SubAccountId", "str"), ("RegionId", "str"),
+    ("CommitmentDiscountId", "str"), ("CommitmentDiscountStatus", "str"),
+    ("ContractedUnitPrice", "money"), ("ListUnitPrice", "money"),
 )
 #: Stable column order of the FOCUS files.
 FOCUS_COLUMNS = tuple(c for c, _ in FOCUS_SPEC)
@@ -87,8 +98,14 @@ def focus_rows(con, month: date, account_id: str = "runpod",
     codes = {(r, d): c for r, d, c in con.execute(
         "select resource_id, day, string_agg(distinct code, ';' order by code) "
         "from marts.findings where day >= ? and day < ? group by all", [start, nxt]).fetchall()}
+    # resources a landed FOCUS file bills are exported from its own charges (focus_charge_rows)
+    from_focus = {r[0] for r in con.execute(
+        "select distinct resource_id from marts.focus_charges where day >= ? and day < ? "
+        "and reconciled", [start, nxt]).fetchall()}
     acc: dict[tuple, list] = {}
     for s in shares:
+        if s.resource_id in from_focus:
+            continue
         a = acc.setdefault((s.resource_id, s.day, s.category, s.resource_kind, s.team, s.namespace,
                             s.workload, s.owner_kind or "", s.owner_name or "", s.cause or ""),
                            [Decimal(0), Decimal(0), None])
@@ -107,6 +124,7 @@ def focus_rows(con, month: date, account_id: str = "runpod",
         # a network volume's lingering share is its own row (cause network_volume_unused)
         lingering = secs if cause in ("storage_lingering", "network_volume_unused") else None
         rows.append({
+            **dict.fromkeys(c for c, _ in FOCUS_CHARGE_COLUMNS),  # what only a FOCUS row names
             "BillingAccountId": account_id, "BillingAccountName": account_name,
             "BillingCurrency": "USD",
             "BillingPeriodStart": _midnight(start), "BillingPeriodEnd": _midnight(nxt),
@@ -139,6 +157,52 @@ def focus_rows(con, month: date, account_id: str = "runpod",
             "x_OwnerKind": okind or None, "x_OwnerName": oname or None,
             "x_WasteCause": cause or None,
         })
+    return rows + focus_charge_rows(con, start, nxt, rd, codes)
+
+
+FOCUS_CHARGE_COLUMNS = (
+    # (FOCUS column, marts.focus_charges column)
+    ("BillingAccountId", "billing_account_id"), ("BillingAccountName", "billing_account_name"),
+    ("BillingCurrency", "billing_currency"), ("ChargePeriodStart", "charge_period_start"),
+    ("ChargePeriodEnd", "charge_period_end"), ("ChargeCategory", "charge_category"),
+    ("ChargeClass", "charge_class"), ("ChargeDescription", "charge_description"),
+    ("ChargeFrequency", "charge_frequency"), ("BilledCost", "billed_cost"),
+    ("EffectiveCost", "effective_cost"), ("ListCost", "list_cost"),
+    ("ContractedCost", "contracted_cost"), ("PricingQuantity", "pricing_quantity"),
+    ("PricingUnit", "pricing_unit"), ("ConsumedQuantity", "consumed_quantity"),
+    ("ConsumedUnit", "consumed_unit"), ("ServiceName", "service_name"),
+    ("ServiceCategory", "service_category"), ("ServiceSubcategory", "service_subcategory"),
+    ("ProviderName", "provider_name"), ("PublisherName", "publisher_name"),
+    ("InvoiceIssuerName", "invoice_issuer_name"), ("InvoiceId", "invoice_id"),
+    ("ResourceId", "focus_resource_id"), ("ResourceName", "resource_name"),
+    ("ResourceType", "resource_type"), ("SkuId", "sku_id"), ("SkuPriceId", "sku_price_id"),
+    ("SubAccountId", "sub_account_id"), ("RegionId", "region_id"),
+    ("CommitmentDiscountId", "commitment_discount_id"),
+    ("CommitmentDiscountStatus", "commitment_discount_status"),
+    ("ContractedUnitPrice", "contracted_unit_price"), ("ListUnitPrice", "list_unit_price"),
+)
+
+
+def focus_charge_rows(con, start: date, nxt: date, rd: dict, codes: dict) -> list[dict]:
+    """The month's landed FOCUS charges (marts.focus_charges) as they were named, one row per
+    charge and day; instance compute carries its resource-day's x_ columns."""
+    cols = ", ".join(c for _, c in FOCUS_CHARGE_COLUMNS)
+    cur = con.execute(f"select resource_id, day, reconciled, {cols} from marts.focus_charges "
+                      "where day >= ? and day < ? order by all", [start, nxt])
+    rows = []
+    for rid, day, reconciled, *vals in cur.fetchall():
+        r = dict.fromkeys(FOCUS_COLUMNS)
+        r.update(zip((f for f, _ in FOCUS_CHARGE_COLUMNS), vals, strict=True))
+        r["BillingPeriodStart"], r["BillingPeriodEnd"] = _midnight(start), _midnight(nxt)
+        if reconciled:
+            billed_secs, finished, stopped, derived, missing = rd.get((rid, day), (None,) * 5)
+            r.update({"x_ResourceKind": "instance", "x_BilledSeconds": billed_secs,
+                      "x_TaskFinishedAt": finished, "x_ComputeStoppedAt": stopped,
+                      "x_FindingCodes": codes.get((rid, day)), "x_SecondsDerived": derived,
+                      "x_RateMissing": missing})
+        else:
+            r["x_Category"] = "other_charge"
+        rows.append(r)
     return rows
 
 
@@ -150,7 +214,8 @@ def export_month(con, month: str, out_dir: str | Path, account_id: str = "runpod
     pq_t = safe_target(out_dir, f"focus_{month}.parquet")
     nxt = (m + timedelta(days=32)).replace(day=1)
     days = [r[0] for r in con.execute(
-        "select distinct day from marts.resource_day where day >= ? and day < ? order by 1",
+        "select distinct day from (select day from marts.resource_day union all "
+        "select day from marts.focus_charges) where day >= ? and day < ? order by 1",
         [m, nxt]).fetchall()]
     paths = []
     for d in days:

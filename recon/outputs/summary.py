@@ -38,6 +38,10 @@ def print_summary(res) -> None:
         t.add_column(str(d["day"]), justify="right", overflow="fold")
     for m in SUMMARY_METRICS:
         t.add_row(TERMINAL_LABELS[m], *[f"{d[m]} ({seconds_text(d[m + '_seconds'])} s)" for d in res.days])
+    if any(d["other_charges"] for d in res.days):
+        # FOCUS charges without a lifecycle: on the bill, in no segment above
+        t.add_row("other charges (FOCUS, carried through)", *[str(d["other_charges"]) for d in res.days])
+        t.add_row("bill total", *[str(d["bill_total"]) for d in res.days])
     t.add_row("findings", *[str(d["findings"]) for d in res.days])
     t.add_row("money at stake", *[str(d["at_stake"]) for d in res.days])
     t.add_row("  of it outside the bill", *[str(d["at_stake_outside_bill"]) for d in res.days])

@@ -18,7 +18,8 @@ account_billing as (
 ),
 
 charges as (
-    select * from staging.stg_focus__charges
+    -- every day a FOCUS charge's period covers (a month-long row is on each of its days)
+    select * from intermediate.int_focus__charge_days
 ),
 
 lines as (
@@ -29,9 +30,8 @@ lines as (
     select cast(date_trunc('day', bucket_start) as date), pulled_at
     from account_billing
     union all
-    select cast(date_trunc('day', charge_start) as date), null::timestamptz
+    select day, null::timestamptz
     from charges
-    where charge_start is not null
 ),
 
 final as (

@@ -1,19 +1,24 @@
 -- grain: one row per billed instance and billing bucket, from every provider source:
--- Runpod v2/v1 pod billing and FOCUS usage rows (Compute → compute, anything else on the
--- resource → storage/disk). FOCUS Purchase/Credit/Adjustment/Tax rows are not usage of a
--- resource second; they stay in staging.stg_focus__charges for the account tie-out.
+-- Runpod v2/v1 pod billing and the FOCUS rows of instance compute (stg_focus__charges
+-- is_instance_compute: billed time of a VM or GPU pod), each day's piece of them
+-- (int_focus__charge_days). Every other FOCUS row (storage, networking, purchases, credits,
+-- taxes) is no instance second: it is carried through as another charge (marts.other_charges).
+-- covered_by_commitment: a FOCUS compute line a commitment paid for (BilledCost 0 and
+-- EffectiveCost > 0: the FOCUS BilledCost excludes the amortised up-front fee, EffectiveCost
+-- includes it), so its zero billed cost is no rate mismatch.
 with pod_billing as (
     select * from staging.stg_runpod__pod_billing
 ),
 
 charges as (
-    select * from staging.stg_focus__charges
+    select * from intermediate.int_focus__charge_days
 ),
 
 runpod as (
     select pod_id, bucket_start, bucket_end, compute_amount_usd, disk_amount_usd, total_amount_usd,
            compute_seconds_billed, disk_gb_billed, source_format,
            cast(null as decimal(38, 12)) as line_rate_per_hour,
+           false as covered_by_commitment,
            source_file, record_no
     from pod_billing
 ),
@@ -21,23 +26,26 @@ runpod as (
 focus as (
     select
         resource_key as pod_id,
-        charge_start as bucket_start,
-        charge_end as bucket_end,
-        coalesce(sum(billed_cost) filter (where service_category = 'Compute'), 0) as compute_amount_usd,
-        coalesce(sum(billed_cost) filter (where service_category is distinct from 'Compute'), 0)
-            as disk_amount_usd,
+        piece_start as bucket_start,
+        piece_end as bucket_end,
+        sum(billed_cost) as compute_amount_usd,
+        cast(0 as decimal(38, 12)) as disk_amount_usd,
         sum(billed_cost) as total_amount_usd,
-        sum(consumed_quantity * seconds_per_unit) filter (where service_category = 'Compute')
+        -- the consumed time, else (no ConsumedQuantity, a conditional FOCUS column) the priced time
+        sum(coalesce(consumed_quantity * consumed_unit_seconds, pricing_quantity * pricing_unit_seconds))
             as compute_seconds_billed,
         cast(null as bigint) as disk_gb_billed,
         'focus' as source_format,
-        max(case when seconds_per_unit = 3600 then contracted_unit_price end)
-            filter (where service_category = 'Compute') as line_rate_per_hour,
+        -- ContractedUnitPrice is per PricingUnit: per hour when that unit is a duration
+        max(case pricing_unit_seconds when 3600 then contracted_unit_price
+                 when 60 then contracted_unit_price * 60 when 1 then contracted_unit_price * 3600 end)
+            as line_rate_per_hour,
+        coalesce(bool_or(billed_cost = 0 and effective_cost > 0), false) as covered_by_commitment,
         min(source_file) as source_file,
         min(record_no) as record_no
     from charges
-    where charge_category = 'Usage' and resource_key is not null
-    group by resource_key, charge_start, charge_end
+    where is_instance_compute
+    group by resource_key, piece_start, piece_end
 ),
 
 final as (

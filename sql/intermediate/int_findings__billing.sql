@@ -37,7 +37,8 @@ rate_days as (
            max(compute_rate_per_hour) as charged_rate, max(contracted_rate_per_hour) as contracted_rate,
            min(rate_source) as rate_source, min(plan_id) as plan_id
     from intermediate.int_runpod__pod_buckets
-    where compute_ms > 0 and contracted_rate_per_hour is not null
+    -- a commitment paid for the usage: its zero billed cost is not a price (instance_lines)
+    where compute_ms > 0 and contracted_rate_per_hour is not null and not covered_by_commitment
     group by all
 ),
 

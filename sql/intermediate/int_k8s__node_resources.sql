@@ -7,7 +7,10 @@ with nodes as (
         max(labels ->> ('$."' || cfg('node_label') || '"')) as label_id,
         max(case when starts_with(provider_id, cfg('provider_id_prefix'))
                  then substr(provider_id, length(cfg('provider_id_prefix')) + 1)
-                 -- other clouds: the last segment (aws:///zone/i-0abc, gce://p/z/name, azure:///…/vm)
+                 -- other clouds: the last segment (aws:///zone/i-0abc, gce://p/z/name, azure:///…/vm),
+                 -- an Azure name in lower case (names are case-insensitive: stg_focus__charges)
+                 when starts_with(provider_id, 'azure://')
+                 then nullif(lower(regexp_extract(provider_id, '([^/:]+)/*$', 1)), '')
                  else nullif(regexp_extract(provider_id, '([^/:]+)/*$', 1), '') end) as provider_id
     from staging.stg_k8s__nodes
     group by all

@@ -184,7 +184,7 @@ final as (
         disk_usd > 0 and storage_split = 'mixed_unknown'
             or storage_split = 'bill_v1' and v1_running_disk_usd is null and total_amount_usd > 0
             as storage_rate_missing,
-        volume_gb, container_disk_gb, disk_gb_billed,
+        volume_gb, container_disk_gb, disk_gb_billed, covered_by_commitment,
         source_file, record_no
     from running
 )

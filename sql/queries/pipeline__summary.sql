@@ -43,6 +43,15 @@ segment_days as (
     group by day
 ),
 
+-- FOCUS charges carried through without a lifecycle (storage, networking, purchases, credits,
+-- taxes: marts.focus_charges not reconciled): on the bill, in no segment
+other_days as (
+    select day, sum(billed_cost) as other_charges
+    from marts.focus_charges
+    where not reconciled
+    group by day
+),
+
 finding_days as (
     select
         day,
@@ -54,10 +63,14 @@ finding_days as (
 )
 
 select
-    * exclude (findings, at_stake, at_stake_outside_bill),
+    * exclude (findings, at_stake, at_stake_outside_bill, other_charges),
     coalesce(findings, 0) as findings,
     coalesce(at_stake, 0) as at_stake,
-    coalesce(at_stake_outside_bill, 0) as at_stake_outside_bill
+    coalesce(at_stake_outside_bill, 0) as at_stake_outside_bill,
+    coalesce(other_charges, 0) as other_charges,
+    -- the day's bill: the segments' money and the charges carried through
+    coalesce(billed, 0) + coalesce(other_charges, 0) as bill_total
 from segment_days
 full join finding_days using (day)
+full join other_days using (day)
 order by day

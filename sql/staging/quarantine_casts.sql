@@ -38,13 +38,18 @@ jobs as (
 ),
 
 focus as (
+    -- what stg_focus__charges leaves out; landing quarantines these rows first
+    -- (recon/ingest/focus.py), so only rows landed before that check come here
     select source_file, record_no, locator,
-           'FOCUS ChargePeriodStart/End is not a timestamp or the period is empty: '
+           'FOCUS ChargePeriodStart/End is not a FOCUS date/time or the period is empty: '
            || coalesce(doc ->> '$.ChargePeriodStart', 'null') || ' .. '
            || coalesce(doc ->> '$.ChargePeriodEnd', 'null') as reason, doc::varchar as record
     from raw.focus_rows
-    where coalesce(try_cast(doc ->> '$.ChargePeriodEnd' as timestamptz)
-                   > try_cast(doc ->> '$.ChargePeriodStart' as timestamptz), false) = false
+    where not coalesce(
+        regexp_full_match(doc ->> '$.ChargePeriodStart', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?')
+        and regexp_full_match(doc ->> '$.ChargePeriodEnd', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?')
+        and try_cast(doc ->> '$.ChargePeriodEnd' as timestamptz)
+            > try_cast(doc ->> '$.ChargePeriodStart' as timestamptz), false)
 ),
 
 final as (

@@ -1,22 +1,65 @@
--- grain: one row per FOCUS cost-and-usage row (source_file, record_no). Renames and casts only.
+-- grain: one row per FOCUS cost-and-usage row (source_file, record_no). Renames and casts, and
+-- what kind of charge the row is (is_instance_compute).
 -- resource_key is the last segment of ResourceId (an ARN, a GCP/Azure resource path or a bare
--- id), the same rule that maps a node's spec.providerID.
+-- id), the same rule that maps a node's spec.providerID; NULL when the row names no resource
+-- (landing reads the literal `NULL` the FOCUS sample files write as a null, recon/ingest/focus.py).
+--
+-- Periods: landing quarantines a row whose ChargePeriodStart/End is not a FOCUS date/time or
+-- whose period is empty (recon/ingest/focus.py FOCUS_DATETIME); the same pattern guards the casts
+-- here, so a value such as `4/1/25` never casts to the year 4.
+--
+-- Units follow the FOCUS Unit Format (FOCUS_Spec specification/attributes/unit_format.md): a
+-- compound unit joins base units with "-" ("GB-Hours", "vCPU-Hours", "Lambda-GB-Seconds"), a ratio
+-- unit with "/" ("Units/Hour", "GiB/Second-Months"); neither is a duration. Only a simple unit
+-- whose one base unit is time ("Hours", "1 Hour", "Seconds"; AWS's "Hrs") measures time, and
+-- consumed_unit_seconds is the seconds of one such unit, else NULL.
+--
+-- is_instance_compute: the row is billed time of one instance (a VM, a GPU pod): a Usage row of
+-- ServiceCategory Compute (or whose SkuId or ChargeDescription matches one of
+-- mapping.focus_compute_sku_patterns) on a resource, consumed in a duration. Those rows take part in the
+-- lifecycle reconciliation; every other row (storage, networking, databases, serverless compute
+-- in GB-seconds, SaaS, purchases, taxes, credits) is carried through as another charge.
 with source as (
     select * from raw.focus_rows
+),
+
+typed as (
+    select
+        *,
+        regexp_full_match(doc ->> '$.ChargePeriodStart', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?') as start_ok,
+        regexp_full_match(doc ->> '$.ChargePeriodEnd', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?') as end_ok,
+        regexp_extract(lower(trim(doc ->> '$.ConsumedUnit')),
+                       '^(?:([0-9]+) +)?(hours?|hrs?|minutes?|seconds?|milliseconds?|days?)$',
+                       ['qty', 'base']) as unit_parts,
+        regexp_extract(lower(trim(doc ->> '$.PricingUnit')),
+                       '^(?:([0-9]+) +)?(hours?|hrs?|minutes?|seconds?|milliseconds?|days?)$',
+                       ['qty', 'base']) as pricing_unit_parts
+    from source
 ),
 
 final as (
     select
         doc ->> '$.ResourceId' as resource_id_raw,
-        regexp_extract(doc ->> '$.ResourceId', '([^/:]+)/*$', 1) as resource_key,
+        -- an Azure resource id's name in lower case: Azure resource names are case-insensitive
+        -- ("Always perform a case-insensitive comparison of names", learn.microsoft.com
+        -- azure-resource-manager/management/resource-name-rules), and cost exports and
+        -- spec.providerID spell them differently (int_k8s__node_resources does the same)
+        case when lower(doc ->> '$.ResourceId') like '/subscriptions/%'
+             then lower(regexp_extract(doc ->> '$.ResourceId', '([^/:]+)/*$', 1))
+             else regexp_extract(doc ->> '$.ResourceId', '([^/:]+)/*$', 1) end as resource_key,
         doc ->> '$.ResourceName' as resource_name,
+        doc ->> '$.ResourceType' as resource_type,
         try_cast(doc ->> '$.ChargePeriodStart' as timestamptz) as charge_start,
         try_cast(doc ->> '$.ChargePeriodEnd' as timestamptz) as charge_end,
         doc ->> '$.ChargeCategory' as charge_category,
         doc ->> '$.ChargeClass' as charge_class,
+        doc ->> '$.ChargeDescription' as charge_description,
+        doc ->> '$.ChargeFrequency' as charge_frequency,
         doc ->> '$.ServiceCategory' as service_category,
+        doc ->> '$.ServiceSubcategory' as service_subcategory,
         doc ->> '$.ServiceName' as service_name,
         doc ->> '$.SkuId' as sku_id,
+        doc ->> '$.SkuPriceId' as sku_price_id,
         try_cast(doc ->> '$.BilledCost' as decimal(38, 12)) as billed_cost,
         try_cast(doc ->> '$.EffectiveCost' as decimal(38, 12)) as effective_cost,
         try_cast(doc ->> '$.ListCost' as decimal(38, 12)) as list_cost,
@@ -26,21 +69,44 @@ final as (
         try_cast(doc ->> '$.PricingQuantity' as decimal(38, 12)) as pricing_quantity,
         doc ->> '$.PricingUnit' as pricing_unit,
         try_cast(doc ->> '$.ContractedUnitPrice' as decimal(38, 12)) as contracted_unit_price,
+        try_cast(doc ->> '$.ListUnitPrice' as decimal(38, 12)) as list_unit_price,
         doc ->> '$.CommitmentDiscountId' as commitment_discount_id,
         doc ->> '$.CommitmentDiscountStatus' as commitment_discount_status,
         doc ->> '$.ProviderName' as provider_name,
+        doc ->> '$.PublisherName' as publisher_name,
+        doc ->> '$.InvoiceIssuerName' as invoice_issuer_name,
+        doc ->> '$.InvoiceId' as invoice_id,
+        doc ->> '$.BillingAccountId' as billing_account_id,
+        doc ->> '$.BillingAccountName' as billing_account_name,
+        doc ->> '$.SubAccountId' as sub_account_id,
+        doc ->> '$.RegionId' as region_id,
         doc ->> '$.BillingCurrency' as billing_currency,
-        -- seconds per consumed unit: hours, seconds or minutes; NULL when the unit is not time
-        case when lower(doc ->> '$.ConsumedUnit') similar to '.*(hour|hrs|^h$).*' then 3600
-             when lower(doc ->> '$.ConsumedUnit') similar to '.*(second|^s$).*' then 1
-             when lower(doc ->> '$.ConsumedUnit') similar to '.*minute.*' then 60 end
-            as seconds_per_unit,
+        -- seconds of one consumed (pricing) unit when the unit is a duration (see the header)
+        case regexp_replace(unit_parts.base, 's$', '')
+             when 'hour' then 3600 when 'hr' then 3600 when 'minute' then 60 when 'second' then 1
+             when 'millisecond' then 0.001 when 'day' then 86400
+        end * coalesce(nullif(unit_parts.qty, '')::bigint, 1) as consumed_unit_seconds,
+        case regexp_replace(pricing_unit_parts.base, 's$', '')
+             when 'hour' then 3600 when 'hr' then 3600 when 'minute' then 60 when 'second' then 1
+             when 'millisecond' then 0.001 when 'day' then 86400
+        end * coalesce(nullif(pricing_unit_parts.qty, '')::bigint, 1) as pricing_unit_seconds,
+        coalesce(doc ->> '$.ChargeCategory' = 'Usage'
+                 and (doc ->> '$.ServiceCategory' = 'Compute'
+                      or list_bool_or(list_transform(
+                             (select cast(json(value) ->> '$[*]' as varchar[]) from config.settings
+                               where name = 'focus_compute_sku_patterns'),
+                             lambda p: regexp_matches(coalesce(doc ->> '$.SkuId', ''), p)
+                                       or regexp_matches(coalesce(doc ->> '$.ChargeDescription', ''), p))))
+                 and doc ->> '$.ResourceId' is not null
+                 -- ConsumedUnit is conditional in FOCUS: without one, the PricingUnit says
+                 and (unit_parts.base <> ''
+                      or doc ->> '$.ConsumedUnit' is null and pricing_unit_parts.base <> ''), false)
+            as is_instance_compute,
         source_file,
         record_no
-    from source
-    where try_cast(doc ->> '$.ChargePeriodStart' as timestamptz) is not null
-      and try_cast(doc ->> '$.ChargePeriodEnd' as timestamptz)
-          > try_cast(doc ->> '$.ChargePeriodStart' as timestamptz)
+    from typed
+    where start_ok and end_ok
+      and try_cast(doc ->> '$.ChargePeriodEnd' as timestamptz) > try_cast(doc ->> '$.ChargePeriodStart' as timestamptz)
 )
 
 select * from final
