@@ -69,7 +69,8 @@ def render_markdown(day: date, db: str, summary: dict | None, findings: list[dic
         lines += [f"| {label} | {usd(summary[key])} |" for label, key in SUMMARY_ROWS]
         lines += [f"| At stake ({summary['findings']} findings) | {usd(summary['at_stake'])} |",
                   ("| of it outside the day's bill (savings-plan upfront, unbilled work, "
-                   f"balance shortfall) | {usd(summary.get('at_stake_outside_bill', 0))} |"),
+                   "balance shortfall, shared-GPU overcharge) | "
+                   f"{usd(summary.get('at_stake_outside_bill', 0))} |"),
                   ""]
     if findings:
         top = findings[:TOP_FINDINGS]

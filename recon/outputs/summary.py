@@ -31,7 +31,8 @@ def print_summary(res) -> None:
                       "own, so their shown sum may differ by a few cents. Storage seconds run "
                       "beside compute seconds: billed seconds count compute only. Money at "
                       "stake outside the bill: unused savings-plan upfront, work the bill "
-                      "has no line for, a balance's shortfall.",
+                      "has no line for, a balance's shortfall, what whole-GPU pricing of a "
+                      "shared GPU would overcharge.",
               caption_justify="left")
     t.add_column("", overflow="fold")
     for d in res.days:

@@ -62,7 +62,7 @@ def test_summary_artifact_equals_the_marts(daily_run, artifacts_of):
                     "and code in ('SAVINGS_PLAN_UNUSED', 'ACTIVITY_WITHOUT_BILLING', "
                     "'BALANCE_BELOW_ONE_HOUR', 'GPU_SHARED_OVERSUBSCRIBED')", [day])[0][0]
     assert md_value(md, "of it outside the day's bill (savings-plan upfront, unbilled work, "
-                        "balance shortfall)") == money(outside)
+                        "balance shortfall, shared-GPU overcharge)") == money(outside)
     # every category has its row: the rows under Billed add up to it (each rounded to the cent)
     by_cat = dict(q(db, "select category, sum(amount) from marts.billed_segments where day = ? "
                         "group by 1", [day]))
