@@ -394,7 +394,7 @@ def test_the_delta_reads_no_raw_table_directly(tmp_path):
     con.close()
 
 
-MARTS = ["resource_day", "billed_segments", "allocation", "findings", "rates", "settlement",
+MARTS = ["resource_day", "billed_segments", "allocation", "waste", "findings", "rates", "settlement",
          "restatements", "workload_lifecycle"]
 
 
