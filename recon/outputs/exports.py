@@ -5,9 +5,12 @@ Files (written into one `--out` folder, never outside it; each written to a temp
 folder and renamed into place, so a reader never sees half a file):
 
 * ``costs_<YYYY-MM-DD>.csv`` — one row per day × team × namespace × workload × category × cause
-  (:data:`COSTS_COLUMNS`). Its ``billed_amount`` adds up **exactly** (all 12 decimals) to
+  × resource (:data:`COSTS_COLUMNS`). Its ``billed_amount`` adds up **exactly** (all 12 decimals) to
   ``sum(marts.resource_day.billed_amount)`` for the day, plus the FOCUS charges carried through
-  without a lifecycle (``marts.focus_charges`` not reconciled), in ``other_charge`` rows.
+  without a lifecycle (``marts.focus_charges`` not reconciled), in ``other_charge`` rows. Its
+  ``billed_amount_cents`` rounds each amount to cents by largest remainder
+  (:func:`largest_remainder_cents`), so the cent rows of a currency add up exactly to its total
+  rounded to cents; ``cost_center`` comes from ``[mapping] cost_centers`` by team.
 * ``findings_<YYYY-MM-DD>.csv`` — ``marts.findings`` for the day (:data:`FINDINGS_COLUMNS`).
 * ``focus_<YYYY-MM>.csv`` and ``.parquet`` — written by `recon.outputs.focus` with the
   validation, cell formats, writers and allocation here.
@@ -22,8 +25,8 @@ CSV format: UTF-8, header row, ``,`` separated, ``\\n`` line ends; text cells ar
 double-quoted (so ids stay strings), numbers and timestamps never; NULL is an empty unquoted
 cell. Timestamps are ISO-8601 UTC with ``Z`` (event instants ``YYYY-MM-DDTHH:MM:SS.fffZ``,
 FOCUS period columns ``YYYY-MM-DDTHH:MM:SSZ``); days ``YYYY-MM-DD``. Money has exactly 12
-decimals (the marts' scale), seconds 3; never float-formatted. A text cell starting with
-``= + - @``, tab or CR is prefixed with ``'`` (spreadsheet formula neutralisation); numeric
+decimals (the marts' scale), rounded cents 2, seconds 3; never float-formatted. A text cell
+starting with ``= + - @``, tab or CR is prefixed with ``'`` (spreadsheet formula neutralisation); numeric
 cells are left alone, so negative amounts stay numbers. Parquet holds the raw values
 (decimal128, timestamp[ms, UTC]).
 """
