@@ -17,7 +17,7 @@ folder and renamed into place, so a reader never sees half a file):
 
 Allocation (how bill money becomes team rows) is `marts.allocation`; its rules are written
 once, in ``sql/marts/allocation.sql``. The costs file aggregates that mart by day, team,
-namespace, workload, category and cause, quantised to the file's scale (the mart's own, 12 decimals:
+namespace, workload, category, cause and resource, quantised to the file's scale (the mart's own, 12 decimals:
 its rows already tie to the bill exactly, so quantising changes no digit and the file ties to
 ``marts.resource_day`` exactly).
 
