@@ -428,6 +428,8 @@ def test_costs_carry_resource_currency_and_cost_center(sim_run, tmp_path):
                 ['{"nlp": "CC-4100", "search": "=CC"}'])
     exports.export_day(con, "2026-06-01", tmp_path / "out")
     rows, text = read_csv(tmp_path / "out" / "costs_2026-06-01.csv")
+    # Runpod's credits are dollars ("Select a dollar amount for credits to add",
+    # docs.runpod.io/accounts-billing/billing): the simulated bill is USD
     assert {r["currency"] for r in rows} == {"USD"}
     centers = {(r["team"], r["cost_center"]) for r in rows}
     assert ("nlp", "CC-4100") in centers and ("search", "'=CC") in centers  # neutralised
@@ -459,7 +461,9 @@ def test_costs_compute_and_storage_seconds_match_billed_segments(month_export, d
         "'network_volume')), sum(seconds) filter (where category in ('storage_running', "
         "'storage_lingering', 'network_volume')) from marts.billed_segments where day = ?",
         [date.fromisoformat(day)]).fetchone()
-    assert want_storage > 0 and want_compute > 0  # the simulated fleet bills both
+    # "All compute and storage charges are billed per second" (docs.runpod.io/accounts-billing/
+    # billing): both kinds have seconds, and the simulated fleet bills both
+    assert want_storage > 0 and want_compute > 0
     # the allocation cuts seconds in pieces kept to the millisecond: within 0.01 s a day
     assert abs(compute - want_compute) <= Decimal("0.01")
     assert abs(storage - want_storage) <= Decimal("0.01")
