@@ -97,6 +97,12 @@ class Mapping:
     # GPU instances (ServiceCategory "AI and Machine Learning"). The row must still be usage of a
     # resource consumed in a duration (sql/staging/stg_focus__charges.sql).
     focus_compute_sku_patterns: tuple[str, ...] = ()
+    # team → cost center for the finance CSVs (costs_<day>.csv `cost_center`), e.g.
+    # {nlp = "CC-4100", search = "CC-4200"}: Runpod invoices per cost center, and a team label
+    # is what the cluster knows (Runpod's own cost centers attach resources, not teams, through
+    # its cost-centers API, which the project does not read). A team not listed (and __idle__ / __unallocated__ unless listed)
+    # has an empty cost center: none is guessed.
+    cost_centers: dict[str, str] = field(default_factory=dict)
 
     @property
     def effective_team_labels(self) -> tuple[str, ...]:

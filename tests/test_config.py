@@ -150,3 +150,27 @@ def test_team_labels_are_an_ordered_list(tmp_path):
     p.write_text('[mapping]\nteam_labels = "team"\n')
     with pytest.raises(ValueError, match=r"\[mapping\] team_labels"):
         load_config(p)
+
+
+def test_cost_centers_map_teams_and_reach_the_costs_file(tmp_path):
+    import duckdb
+
+    from recon.build.settings import write_config
+    from recon.outputs.exports import cost_centers
+
+    p = tmp_path / "recon.toml"
+    p.write_text('[mapping]\ncost_centers = { nlp = "CC-4100", "ml search" = "CC-4200" }\n')
+    cfg = load_config(p)
+    assert cfg.mapping.cost_centers == {"nlp": "CC-4100", "ml search": "CC-4200"}
+    assert load_config(None).mapping.cost_centers == {}
+    # what the build writes is what the export reads (config.settings, JSON)
+    con = duckdb.connect()
+    con.execute("create schema config")
+    write_config(con, cfg, None, None)
+    assert cost_centers(con) == {"nlp": "CC-4100", "ml search": "CC-4200"}
+    write_config(con, load_config(None), None, None)
+    assert cost_centers(con) == {}
+    # a cost center is text: a number is refused, naming the key
+    p.write_text('[mapping]\ncost_centers = { nlp = 4100 }\n')
+    with pytest.raises(ValueError, match=r"\[mapping\] cost_centers\.nlp"):
+        load_config(p)

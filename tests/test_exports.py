@@ -62,7 +62,8 @@ def test_costs_rows_follow_the_allocation_rules(month_export):
     con = month_export["con"]
     rows, text = read_csv(month_export["out"] / "costs_2026-06-01.csv")
     assert text.splitlines()[0] == ",".join(exports.COSTS_COLUMNS)
-    keys = [(r["day"], r["team"], r["namespace"], r["workload"], r["category"], r["cause"]) for r in rows]
+    keys = [(r["day"], r["team"], r["namespace"], r["workload"], r["category"], r["cause"],
+             r["resource_id"]) for r in rows]
     assert keys == sorted(keys) and len(keys) == len(set(keys))
     # a cause names money that was not work: none on busy rows, one on every tail row
     assert all(r["cause"] == "" for r in rows if r["category"] == "busy")
@@ -349,3 +350,126 @@ def test_cli_export_day_and_refusals(sim_run, tmp_path):
     assert r.exit_code == 2
     r = runner.invoke(app, ["export", "--db", str(sim_run["db"]), "--out", str(tmp_path)])
     assert r.exit_code == 2
+
+
+# ---------------------------------------------------------------- costs file: cents, resource, currency,
+# cost center, compute vs storage seconds
+
+@pytest.mark.parametrize("day", DAYS)
+def test_costs_cent_rows_sum_exactly_to_the_days_bill_in_cents(month_export, day):
+    rows, _ = read_csv(month_export["out"] / f"costs_{day}.csv")
+    want = billed(month_export["con"], day)
+    cents = [Decimal(r["billed_amount_cents"]) for r in rows]
+    assert all(re.fullmatch(r"-?\d+\.\d{2}", r["billed_amount_cents"]) for r in rows)
+    assert sum(cents) == want.quantize(Decimal("0.01"))
+    # each row's cents are its exact amount floored or raised by one cent, never further
+    for r, c in zip(rows, cents, strict=True):
+        exact = Decimal(r["billed_amount"])
+        assert exact - Decimal("0.01") < c < exact + Decimal("0.01"), r
+    # the exact column still ties to all 12 decimals
+    assert sum(Decimal(r["billed_amount"]) for r in rows) == want
+    # naive per-row rounding misses on this fleet, which is why the cents column exists
+    naive = sum(Decimal(r["billed_amount"]).quantize(Decimal("0.01")) for r in rows)
+    assert len(rows) > 20 and naive != want.quantize(Decimal("0.01"))
+
+
+def test_largest_remainder_fixes_what_naive_rounding_misses_by_hand():
+    D = Decimal
+    # $1.00 billed for one resource-day split three ways (a third each, the cut's loss on the
+    # largest row, as marts.allocation ties it): naive rounding gives 0.33 × 3 = 0.99, a cent
+    # short. Floors 0.33 × 3 = 0.99; one cent missing goes to the largest remainder, the first
+    # row's 0.003333333334.
+    thirds = [D("0.333333333334"), D("0.333333333333"), D("0.333333333333")]
+    assert sum(thirds) == D("1.000000000000")
+    assert sum(a.quantize(D("0.01")) for a in thirds) == D("0.99")
+    assert exports.largest_remainder_cents(thirds) == [D("0.34"), D("0.33"), D("0.33")]
+    # six rows of 0.165 (total 0.990): half-even rounds each to 0.16, 0.96 in all, three cents
+    # short. Floors 0.16 × 6 = 0.96; three cents go to the three largest remainders, all 0.005,
+    # so to the first three rows (ties go to the earlier row).
+    six = [D("0.165")] * 6
+    assert sum(a.quantize(D("0.01")) for a in six) == D("0.96")
+    assert exports.largest_remainder_cents(six) == [D("0.17")] * 3 + [D("0.16")] * 3
+    # a credit: -0.004 floors to -0.01 (remainder 0.006), 0.006 to 0.00 (remainder 0.006),
+    # 1.007 to 1.00 (remainder 0.007); total 1.009 → 1.01, floors 0.99: two cents, to the
+    # 1.007 and then the earlier of the two 0.006 remainders, -0.004 → 0.00
+    got = exports.largest_remainder_cents([D("-0.004"), D("0.006"), D("1.007")])
+    assert got == [D("0.00"), D("0.00"), D("1.01")] and sum(got) == D("1.01")
+    assert exports.largest_remainder_cents([]) == []
+    # through the file: each currency's cent rows add up to that currency's total, and the
+    # CSV writes them with 2 decimals next to the exact 12
+    spec = exports.COSTS_SPEC
+    blank = dict.fromkeys(exports.COSTS_COLUMNS)
+    rows = [{**blank, "day": date(2026, 6, 1), "team": "t", "billed_amount": a, "currency": cur}
+            for a, cur in [(D("0.165"), "USD"), (D("0.165"), "EUR"), (D("0.165"), "USD"),
+                           (D("0.165"), "EUR"), (D("0.165"), "USD")]]
+    exports.with_cents(rows)
+    # USD 0.495 → 0.50 (half-even of 0.495 is 0.50: 0.49|5 rounds to the even 0.50): floors
+    # 0.48, two cents to the first two USD rows; EUR 0.330 → 0.33: floors 0.32, one cent
+    assert [(r["currency"], r["billed_amount_cents"]) for r in rows] == [
+        ("USD", D("0.17")), ("EUR", D("0.17")), ("USD", D("0.17")), ("EUR", D("0.16")),
+        ("USD", D("0.16"))]
+    line = exports.csv_bytes(spec, rows).decode().splitlines()[1]
+    assert line.startswith('2026-06-01,"t",,,,,0.165000000000,') and line.endswith(',0.17')
+
+
+def test_costs_carry_resource_currency_and_cost_center(sim_run, tmp_path):
+    # the first nine columns keep their places, so a reader by position keeps working
+    assert exports.COSTS_COLUMNS[:9] == ("day", "team", "namespace", "workload", "category",
+                                         "seconds", "billed_amount", "expected_amount", "cause")
+    assert exports.COSTS_COLUMNS[9:] == ("resource_id", "currency", "cost_center", "compute_seconds",
+                                         "storage_seconds", "billed_amount_cents")
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(sim_run["db"], db)
+    con = duckdb.connect(str(db))
+    con.execute("set TimeZone = 'UTC'")
+    # what `[mapping] cost_centers = {nlp = "CC-4100", search = "=CC"}` writes at build
+    # (recon.build.settings); vision has none
+    con.execute("update config.settings set value = ? where name = 'cost_centers'",
+                ['{"nlp": "CC-4100", "search": "=CC"}'])
+    exports.export_day(con, "2026-06-01", tmp_path / "out")
+    rows, text = read_csv(tmp_path / "out" / "costs_2026-06-01.csv")
+    # Runpod's credits are dollars ("Select a dollar amount for credits to add",
+    # docs.runpod.io/accounts-billing/billing): the simulated bill is USD
+    assert {r["currency"] for r in rows} == {"USD"}
+    centers = {(r["team"], r["cost_center"]) for r in rows}
+    assert ("nlp", "CC-4100") in centers and ("search", "'=CC") in centers  # neutralised
+    assert ("vision", "") in centers and ("__idle__", "") in centers
+    assert {c for t, c in centers if t == "nlp"} == {"CC-4100"}
+    assert ',"=' not in text
+    # every row names its billed resource, and a resource's rows add up to its resource_day bill
+    assert all(r["resource_id"] for r in rows)
+    by_res: dict[str, Decimal] = {}
+    for r in rows:
+        by_res[r["resource_id"]] = by_res.get(r["resource_id"], Decimal(0)) + Decimal(r["billed_amount"])
+    mart = dict(con.execute("select resource_id, sum(billed_amount) from marts.resource_day "
+                            "where day = date '2026-06-01' group by all").fetchall())
+    assert by_res == {k: v for k, v in mart.items() if v != 0 or k in by_res}
+    # a warehouse built without the setting maps nothing: empty cells, not an error
+    con.execute("delete from config.settings where name = 'cost_centers'")
+    assert exports.cost_centers(con) == {}
+    con.close()
+
+
+@pytest.mark.parametrize("day", DAYS)
+def test_costs_compute_and_storage_seconds_match_billed_segments(month_export, day):
+    con = month_export["con"]
+    rows, _ = read_csv(month_export["out"] / f"costs_{day}.csv")
+    compute = sum(Decimal(r["compute_seconds"]) for r in rows)
+    storage = sum(Decimal(r["storage_seconds"]) for r in rows)
+    want_compute, want_storage = con.execute(
+        "select sum(seconds) filter (where category not in ('storage_running', 'storage_lingering', "
+        "'network_volume')), sum(seconds) filter (where category in ('storage_running', "
+        "'storage_lingering', 'network_volume')) from marts.billed_segments where day = ?",
+        [date.fromisoformat(day)]).fetchone()
+    # "All compute and storage charges are billed per second" (docs.runpod.io/accounts-billing/
+    # billing): both kinds have seconds, and the simulated fleet bills both
+    assert want_storage > 0 and want_compute > 0
+    # the allocation cuts seconds in pieces kept to the millisecond: within 0.01 s a day
+    assert abs(compute - want_compute) <= Decimal("0.01")
+    assert abs(storage - want_storage) <= Decimal("0.01")
+    for r in rows:  # each row's seconds are one kind or the other, and `seconds` keeps its meaning
+        split = (Decimal(r["compute_seconds"]), Decimal(r["storage_seconds"]))
+        assert sum(split) == Decimal(r["seconds"])
+        assert split[0] == 0 or split[1] == 0
+        if r["category"] in ("storage_running", "storage_lingering", "network_volume"):
+            assert split[0] == 0

@@ -225,10 +225,16 @@ def test_import_export_import_gives_the_same_marts(tmp_path):
     assert first.keys() == second.keys()
     for table in first:
         assert first[table] == second[table], table
-    costs = {}
+    costs, cents, rows = {}, {}, {}
     for day in ("2025-04-01", "2025-04-15"):
         with open(out / f"costs_{day}.csv", newline="", encoding="utf-8") as f:
-            costs[day] = sum(Decimal(r["billed_amount"]) for r in csv.DictReader(f))
+            rows[day] = list(csv.DictReader(f))
+        costs[day] = sum(Decimal(r["billed_amount"]) for r in rows[day])
+        cents[day] = sum(Decimal(r["billed_amount_cents"]) for r in rows[day])
+    # the cent rows add up to the day's bill rounded to cents (largest remainder), and the
+    # carried-through charges name their resource and currency
+    assert cents == {"2025-04-01": Decimal("7.68"), "2025-04-15": Decimal("1.03")}
+    assert all(r["currency"] == "USD" for r in rows["2025-04-01"])
     # the costs file holds the day's whole bill: 15 April is the month rows' 1.033
     assert costs["2025-04-15"] == Decimal("1.033")
     # 1 April: 1.006 + 2.00 + 0.0166667 + 1.92 + 0.48 + 0.192 + 0.0312 + 1.00 + 1.033

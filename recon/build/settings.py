@@ -15,6 +15,7 @@ def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -
     settings = {**asdict(cfg.thresholds), **asdict(cfg.mapping),
                 "team_labels": json.dumps(list(cfg.mapping.effective_team_labels)),
                 "focus_compute_sku_patterns": json.dumps(list(cfg.mapping.focus_compute_sku_patterns)),
+                "cost_centers": json.dumps(cfg.mapping.cost_centers, sort_keys=True),
                 "day_from": day_from.isoformat() if day_from else "0001-01-01",
                 "day_to": day_to.isoformat() if day_to else "9999-12-31"}
     con.executemany("insert into config.settings values (?, ?)",

@@ -5,16 +5,19 @@ Files (written into one `--out` folder, never outside it; each written to a temp
 folder and renamed into place, so a reader never sees half a file):
 
 * ``costs_<YYYY-MM-DD>.csv`` — one row per day × team × namespace × workload × category × cause
-  (:data:`COSTS_COLUMNS`). Its ``billed_amount`` adds up **exactly** (all 12 decimals) to
+  × resource (:data:`COSTS_COLUMNS`). Its ``billed_amount`` adds up **exactly** (all 12 decimals) to
   ``sum(marts.resource_day.billed_amount)`` for the day, plus the FOCUS charges carried through
-  without a lifecycle (``marts.focus_charges`` not reconciled), in ``other_charge`` rows.
+  without a lifecycle (``marts.focus_charges`` not reconciled), in ``other_charge`` rows. Its
+  ``billed_amount_cents`` rounds each amount to cents by largest remainder
+  (:func:`largest_remainder_cents`), so the cent rows of a currency add up exactly to its total
+  rounded to cents; ``cost_center`` comes from ``[mapping] cost_centers`` by team.
 * ``findings_<YYYY-MM-DD>.csv`` — ``marts.findings`` for the day (:data:`FINDINGS_COLUMNS`).
 * ``focus_<YYYY-MM>.csv`` and ``.parquet`` — written by `recon.outputs.focus` with the
   validation, cell formats, writers and allocation here.
 
 Allocation (how bill money becomes team rows) is `marts.allocation`; its rules are written
 once, in ``sql/marts/allocation.sql``. The costs file aggregates that mart by day, team,
-namespace, workload, category and cause, quantised to the file's scale (the mart's own, 12 decimals:
+namespace, workload, category, cause and resource, quantised to the file's scale (the mart's own, 12 decimals:
 its rows already tie to the bill exactly, so quantising changes no digit and the file ties to
 ``marts.resource_day`` exactly).
 
@@ -22,8 +25,8 @@ CSV format: UTF-8, header row, ``,`` separated, ``\\n`` line ends; text cells ar
 double-quoted (so ids stay strings), numbers and timestamps never; NULL is an empty unquoted
 cell. Timestamps are ISO-8601 UTC with ``Z`` (event instants ``YYYY-MM-DDTHH:MM:SS.fffZ``,
 FOCUS period columns ``YYYY-MM-DDTHH:MM:SSZ``); days ``YYYY-MM-DD``. Money has exactly 12
-decimals (the marts' scale), seconds 3; never float-formatted. A text cell starting with
-``= + - @``, tab or CR is prefixed with ``'`` (spreadsheet formula neutralisation); numeric
+decimals (the marts' scale), rounded cents 2, seconds 3; never float-formatted. A text cell
+starting with ``= + - @``, tab or CR is prefixed with ``'`` (spreadsheet formula neutralisation); numeric
 cells are left alone, so negative amounts stay numbers. Parquet holds the raw values
 (decimal128, timestamp[ms, UTC]).
 """
@@ -35,7 +38,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 from ..build.guards import require_built
@@ -53,6 +56,14 @@ COSTS_SPEC = (
     # appended, so a reader by position keeps its columns: why money that was not work was
     # billed (marts.waste's cause; empty for work)
     ("cause", "str"),
+    # appended for the same reason: the billed resource (the row's grain includes it), the
+    # currency of the money, the team's cost center (`[mapping] cost_centers`; empty when the
+    # team has none), the row's seconds apart by kind (storage: storage_running,
+    # storage_lingering, network_volume; the rest compute), and billed_amount rounded to cents
+    # by largest remainder so the file's cent rows add up to its total rounded to cents
+    ("resource_id", "str"), ("currency", "str"), ("cost_center", "str"),
+    ("compute_seconds", "seconds"), ("storage_seconds", "seconds"),
+    ("billed_amount_cents", "cents"),
 )
 FINDINGS_SPEC = (
     ("finding_id", "str"), ("code", "str"), ("severity", "str"), ("resource_id", "str"),
@@ -62,6 +73,13 @@ FINDINGS_SPEC = (
     # no workload explains it)
     ("namespace", "str"), ("owner_kind", "str"), ("owner_name", "str"), ("team", "str"),
 )
+#: allocation categories whose seconds are storage seconds (marts.billed_segments); the others
+#: count compute seconds (an instance's, or a serverless worker's)
+STORAGE_CATEGORIES = frozenset({"storage_running", "storage_lingering", "network_volume"})
+#: the currency of the bill marts.resource_day holds (Runpod bills USD; focus.py says the same)
+BILL_CURRENCY = "USD"
+CENT = Decimal("0.01")
+
 #: Stable column orders of the two daily CSV files (copy to the README).
 COSTS_COLUMNS = tuple(c for c, _ in COSTS_SPEC)
 FINDINGS_COLUMNS = tuple(c for c, _ in FINDINGS_SPEC)
@@ -150,6 +168,8 @@ def _cell(v, kind: str) -> str:
         return fmt_decimal(v, MONEY_SCALE)
     if kind == "seconds":
         return fmt_decimal(v, SECONDS_SCALE)
+    if kind == "cents":  # already whole cents (largest_remainder_cents); 2 places, never rounded
+        return fmt_decimal(v, 2)
     if kind == "quantity":  # a FOCUS quantity: a day's piece of a row is exact at 12 places
         return fmt_decimal(v, MONEY_SCALE)
     if kind in ("ts", "period"):
@@ -181,6 +201,7 @@ def write_parquet(target: Path, spec, rows: list[dict]) -> Path:
     import pyarrow.parquet as pq
 
     types = {"str": pa.string(), "money": pa.decimal128(38, MONEY_SCALE),
+             "cents": pa.decimal128(38, 2),
              "seconds": pa.decimal128(38, SECONDS_SCALE), "quantity": pa.decimal128(38, MONEY_SCALE),
              "ts": pa.timestamp("ms", tz="UTC"),
              "period": pa.timestamp("ms", tz="UTC"), "date": pa.date32(), "bool": pa.bool_()}
@@ -192,6 +213,8 @@ def write_parquet(target: Path, spec, rows: list[dict]) -> Path:
             return Decimal(fmt_decimal(v, MONEY_SCALE))
         if kind == "seconds":
             return Decimal(fmt_decimal(v, SECONDS_SCALE))
+        if kind == "cents":
+            return Decimal(fmt_decimal(v, 2))
         return v
 
     schema = pa.schema([(n, types[k]) for n, k in spec])
@@ -257,28 +280,89 @@ def allocate(con, day_from: date, day_to: date) -> list[Share]:
 
 # ---------------------------------------------------------------- the daily files
 
-def cost_rows(shares: list[Share]) -> list[dict]:
+def largest_remainder_cents(amounts: list[Decimal]) -> list[Decimal]:
+    """Each amount rounded to whole cents so that the cents add up exactly to the sum of the
+    amounts rounded to cents (half-even, as :func:`fmt_decimal` rounds): every amount is floored
+    to the cent, and the cents still missing go one each to the largest remainders (ties to the
+    earlier amount, so the same rows give the same cents). Rounding each amount on its own can
+    miss the total by up to half a cent per row."""
+    floors = [a.quantize(CENT, rounding=ROUND_FLOOR) for a in amounts]
+    target = sum(amounts, Decimal(0)).quantize(CENT, rounding=ROUND_HALF_EVEN)
+    missing = int((target - sum(floors, Decimal(0))) / CENT)  # 0 ≤ missing ≤ len(amounts)
+    order = sorted(range(len(amounts)), key=lambda i: (-(amounts[i] - floors[i]), i))
+    for i in order[:missing]:
+        floors[i] += CENT
+    return floors
+
+
+def with_cents(rows: list[dict]) -> list[dict]:
+    """`rows` (the costs file's, in file order) with `billed_amount_cents` filled: largest
+    remainder over each currency's rows, so a currency's cent rows add up to its total."""
+    by_currency: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_currency.setdefault(r["currency"], []).append(i)
+    for idx in by_currency.values():
+        for i, c in zip(idx, largest_remainder_cents([rows[i]["billed_amount"] for i in idx]),
+                        strict=True):
+            rows[i]["billed_amount_cents"] = c
+    return rows
+
+
+def cost_centers(con) -> dict[str, str]:
+    """team → cost center: `[mapping] cost_centers` as the build wrote it (config.settings); an
+    empty mapping for a warehouse built without one."""
+    import json
+
+    try:
+        v = con.execute("select value from config.settings where name = 'cost_centers'").fetchone()
+    except Exception:  # noqa: BLE001 - a warehouse without config tables maps nothing
+        return {}
+    return json.loads(v[0]) if v and v[0] else {}
+
+
+def cost_rows(shares: list[Share], centers: dict[str, str] | None = None) -> list[dict]:
+    """One row per day × team × namespace × workload × category × cause × resource; the cents
+    column is left for :func:`with_cents` (it needs the whole file)."""
+    centers = centers or {}
     acc: dict[tuple, list] = {}
     for s in shares:
-        k = (s.day, s.team, s.namespace, s.workload, s.category, s.cause or "")
+        k = (s.day, s.team, s.namespace, s.workload, s.category, s.cause or "", s.resource_id)
         a = acc.setdefault(k, [Decimal(0), Decimal(0), None])
         a[0] += s.seconds
         a[1] += s.amount
         if s.expected is not None:
             a[2] = (a[2] or Decimal(0)) + s.expected
-    return [dict(zip(COSTS_COLUMNS, (*k[:5], *v, k[5] or None))) for k, v in sorted(acc.items())]
+    rows = []
+    for (day, team, ns, wl, cat, cause, rid), (secs, amount, expected) in sorted(acc.items()):
+        storage = cat in STORAGE_CATEGORIES
+        rows.append(dict(zip(COSTS_COLUMNS, (
+            day, team, ns, wl, cat, secs, amount, expected, cause or None, rid, BILL_CURRENCY,
+            centers.get(team), Decimal(0) if storage else secs, secs if storage else Decimal(0),
+            None))))
+    return rows
 
 
-def other_cost_rows(con, day: date) -> list[dict]:
+def other_cost_rows(con, day: date, centers: dict[str, str] | None = None) -> list[dict]:
     """The day's FOCUS charges carried through without a lifecycle (marts.focus_charges not
     reconciled: storage, networking, purchases, credits, taxes): on the bill, so in the costs
-    file, as `other_charge` rows no team was charged, one per service (or charge category)."""
+    file, as `other_charge` rows no team was charged, one per service (or charge category),
+    resource and currency. No seconds: a FOCUS charge without a lifecycle has none."""
+    centers = centers or {}
     rows = con.execute(
-        "select coalesce(service_name, charge_category), sum(billed_cost) from marts.focus_charges "
+        "select coalesce(service_name, charge_category), resource_id, billing_currency, "
+        "sum(billed_cost) from marts.focus_charges "
         "where day = ? and not reconciled group by all order by all", [day]).fetchall()
-    return [dict(zip(COSTS_COLUMNS, (day, "__unallocated__", "__unallocated__", what,
-                                     "other_charge", Decimal(0), _q(amount, MONEY_SCALE), None, None)))
-            for what, amount in rows]
+    return [dict(zip(COSTS_COLUMNS, (day, UNALLOCATED, UNALLOCATED, what, "other_charge",
+                                     Decimal(0), _q(amount, MONEY_SCALE), None, None, rid,
+                                     currency or BILL_CURRENCY, centers.get(UNALLOCATED),
+                                     Decimal(0), Decimal(0), None)))
+            for what, rid, currency, amount in rows]
+
+
+def day_cost_rows(con, d: date) -> list[dict]:
+    """The rows of costs_<day>.csv, cents included."""
+    centers = cost_centers(con)
+    return with_cents(cost_rows(allocate(con, d, d), centers) + other_cost_rows(con, d, centers))
 
 
 def finding_rows(con, day: date) -> list[dict]:
@@ -292,5 +376,5 @@ def export_day(con, day: str, out_dir: str | Path) -> list[Path]:
     d = parse_day(day)
     costs = safe_target(out_dir, f"costs_{d.isoformat()}.csv")
     findings = safe_target(out_dir, f"findings_{d.isoformat()}.csv")
-    return [write_csv(costs, COSTS_SPEC, cost_rows(allocate(con, d, d)) + other_cost_rows(con, d)),
+    return [write_csv(costs, COSTS_SPEC, day_cost_rows(con, d)),
             write_csv(findings, FINDINGS_SPEC, finding_rows(con, d))]
