@@ -1,0 +1,97 @@
+"""tests/reference/invoice: an invoice tied out against the bill of tests/reference/late_bill.
+The invoice files are hand-written in the documented format (docs/reference.md, "Invoice
+files"); the tie-out of each is worked out by hand below from the bill's pulls (see the folder's
+README.md)."""
+
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+
+from recon.pipeline import run
+
+LATE_BILL = Path(__file__).parent / "late_bill"
+CASE = Path(__file__).parent / "invoice"
+POD = "k3vq8m2ztr4w1a"
+
+
+def _run(tmp_path: Path, *invoice_files: str) -> duckdb.DuckDBPyConnection:
+    """The late_bill case, both pulls landed, with the given invoice files; the warehouse."""
+    landing = tmp_path / "landing"
+    for part in ("watch", "pull-20260602T003000Z", "pull-20260602T023000Z"):
+        shutil.copytree(LATE_BILL / part, landing, dirs_exist_ok=True)
+    (landing / "invoices").mkdir()
+    for name in invoice_files:
+        shutil.copy(CASE / name, landing / "invoices" / name)
+    db = tmp_path / "recon.duckdb"
+    run(landing, db)
+    con = duckdb.connect(str(db), read_only=True)
+    con.execute("set TimeZone = 'UTC'")
+    return con
+
+
+def _tieout(con) -> dict:
+    return {r[0]: r[1:] for r in con.execute(
+        "select service, invoice_amount, reconciled_amount, difference, late_usage_amount, "
+        "unexplained_amount, status, explanation from marts.invoice_tieout order by service").fetchall()}
+
+
+def _mismatches(con) -> list:
+    return con.execute("select resource_id, day, amount_at_stake, message from marts.findings "
+                       "where code = 'INVOICE_MISMATCH'").fetchall()
+
+
+def test_usage_landed_after_the_invoice_was_issued_is_explained_not_flagged(tmp_path):
+    con = _run(tmp_path, "late.csv")
+    try:
+        got = _tieout(con)
+        # the invoice, issued 01:00, holds the 22:00 bucket ($2.00, pulled 00:30) but not the
+        # 23:00 one ($1.00, first pulled 02:30): 2.00 − (2.00 + 1.00) = −1.00, all of it late
+        inv, rec, diff, late, unexplained, status, why = got["pods"]
+        assert (inv, rec, diff, late, unexplained) == (
+            Decimal("2"), Decimal("3"), Decimal("-1"), Decimal("1"), Decimal("0"))
+        assert status == "explained"
+        assert "2026-06-02T02:30:00Z" in why and "$1.00 of usage landed after the cut-off" in why
+        assert _mismatches(con) == []
+    finally:
+        con.close()
+
+
+def test_a_planted_dollar_is_an_invoice_mismatch_with_a_dollar_at_stake(tmp_path):
+    con = _run(tmp_path, "planted.json")
+    try:
+        got = _tieout(con)
+        # issued 03:00, after both pulls: nothing landed late; 4.00 − 3.00 = 1.00 unexplained
+        assert got["pods"][:6] == (Decimal("4"), Decimal("3"), Decimal("1"), Decimal("0"),
+                                   Decimal("1"), "mismatch")
+        # the bill's diskAmount is 0.0 in both pulls: $0 invoiced against $0
+        assert got["pod_storage"][5] == "tied"
+        ((rid, day, at_stake, msg),) = _mismatches(con)
+        assert rid == "invoice:INV-2026-06-research/research/pods"
+        assert str(day) == "2026-06-30" and at_stake == Decimal("1")
+        assert "says $4.00" in msg and "is $3.00" in msg and "Unexplained: $1.00" in msg
+        assert "tolerance of $0.01" in msg and "invoices[0].lines[0]" in msg
+    finally:
+        con.close()
+
+
+def test_bad_invoice_rows_are_quarantined_with_line_and_reason_the_rest_loaded(tmp_path):
+    con = _run(tmp_path, "bad.csv")
+    try:
+        bad = dict(con.execute("select locator, reason from raw.quarantine "
+                               "where source_file like '%bad.csv' order by record_no").fetchall())
+        assert set(bad) == {"line 3", "line 4", "line 5", "line 6", "line 7", "line 8"}
+        assert "currency 'EUR'" in bad["line 3"] and "accepted USD" in bad["line 3"]
+        assert "amount is not a decimal number: '1,234.00'" in bad["line 4"]
+        assert "billing_period_start" in bad["line 5"] and "2026-06-01" in bad["line 5"]
+        assert "is not after billing_period_start" in bad["line 6"]
+        assert "service 'gpu' is unknown" in bad["line 7"] and "pod_storage" in bad["line 7"]
+        assert "missing required invoice value(s) cost_center" in bad["line 8"]
+        files = con.execute("select kind, records_in, records_loaded, records_quarantined "
+                            "from raw.files where source_file like '%bad.csv'").fetchall()
+        assert files == [("invoice_csv", 7, 1, 6)]
+        # the good row: serverless $0.00, and the case has no serverless bill
+        assert _tieout(con)["serverless"][:6] == (0, 0, 0, 0, 0, "tied")
+    finally:
+        con.close()
