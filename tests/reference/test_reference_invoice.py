@@ -18,6 +18,7 @@ POD = "k3vq8m2ztr4w1a"
 
 def _run(tmp_path: Path, *invoice_files: str) -> duckdb.DuckDBPyConnection:
     """The late_bill case, both pulls landed, with the given invoice files; the warehouse."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     landing = tmp_path / "landing"
     for part in ("watch", "pull-20260602T003000Z", "pull-20260602T023000Z"):
         shutil.copytree(LATE_BILL / part, landing, dirs_exist_ok=True)
@@ -93,5 +94,27 @@ def test_bad_invoice_rows_are_quarantined_with_line_and_reason_the_rest_loaded(t
         assert files == [("invoice_csv", 7, 1, 6)]
         # the good row: serverless $0.00, and the case has no serverless bill
         assert _tieout(con)["serverless"][:6] == (0, 0, 0, 0, 0, "tied")
+    finally:
+        con.close()
+
+
+def test_focus_invoice_id_is_filled_for_an_invoiced_period_and_null_before(tmp_path):
+    from datetime import date
+
+    from recon.outputs.focus import focus_rows
+
+    con = _run(tmp_path / "invoiced", "late.csv")
+    try:
+        # June is invoiced (pods, the account's): the pod's compute rows of 2026-06-01 carry the
+        # invoice's id (FOCUS_Spec specification/columns/invoiceid.md: "MUST NOT be null when the
+        # charge is associated with an issued or provisional invoice")
+        rows = [r for r in focus_rows(con, date(2026, 6, 1)) if r["ResourceId"] == POD]
+        assert rows and {r["InvoiceId"] for r in rows} == {"INV-2026-06-research"}
+    finally:
+        con.close()
+    con = _run(tmp_path / "not_invoiced")
+    try:  # no invoice: the charges are not yet invoiced, and InvoiceId is null
+        rows = [r for r in focus_rows(con, date(2026, 6, 1)) if r["ResourceId"] == POD]
+        assert rows and {r["InvoiceId"] for r in rows} == {None}
     finally:
         con.close()
