@@ -174,7 +174,7 @@ MARTS: dict[str, dict] = {
             "issued_at": "When the invoice was issued or cut (UTC); NULL when the file does not say, and then nothing is explained",
             "scope": "`account` (the account's whole bill of the service) or the resource ids the invoice's lines name, comma-separated",
             "invoice_amount": "What the invoice says for the service (USD)",
-            "reconciled_amount": "The reconciled bill of the period and scope (USD): pod buckets' compute or disk, "
+            "reconciled_amount": "The reconciled bill of the period and scope (USD): pod buckets' compute or disk (the bill's diskAmount), "
                                  "marts.resource_day's serverless or network-volume billed_amount, savings-plan upfront; 0 for credits",
             "difference": "invoice_amount − reconciled_amount (USD)",
             "late_usage_amount": "Reconciled amount of buckets first pulled after issued_at: usage that landed after the invoice's cut-off (USD)",

@@ -11,7 +11,7 @@
 -- and only when the invoice has no line items (its lines are then the comparison).
 --
 -- Reconciled amounts: pods and pod_storage are a pod bucket's bill split as the bill splits it
--- (intermediate.int_runpod__pod_buckets: compute, and disk_usd); serverless and network_volumes
+-- (staging.stg_runpod__pod_billing: total less diskAmount, and diskAmount); serverless and network_volumes
 -- are marts.resource_day's billed_amount; savings_plans the upfront_usd of config.savings_plans
 -- starting in the period; credits have no input (reconciled 0): an invoice's credit is a
 -- difference until it is explained by hand.
@@ -29,10 +29,13 @@ with invoice_lines as (
     select * from staging.stg_invoice__lines
 ),
 
+-- the bill's own split (v2 gpuAmount + cpuAmount, diskAmount; the latest pull): from staging,
+-- which holds every day landed, so that a windowed run ties out the whole period; a saved v1
+-- line names no disk amount and counts as pods
 pod_buckets as (
     select pod_id, bucket_start, coalesce(total_amount_usd, 0) as total_usd,
-           coalesce(disk_usd, 0) as disk_usd
-    from intermediate.int_runpod__pod_buckets
+           coalesce(disk_amount_usd, 0) as disk_usd
+    from staging.stg_runpod__pod_billing
 ),
 
 resource_day as (

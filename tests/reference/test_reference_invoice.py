@@ -118,3 +118,20 @@ def test_focus_invoice_id_is_filled_for_an_invoiced_period_and_null_before(tmp_p
         assert rows and {r["InvoiceId"] for r in rows} == {None}
     finally:
         con.close()
+
+
+def test_a_windowed_run_ties_out_the_whole_period(tmp_path):
+    from datetime import date
+
+    con = _run(tmp_path, "planted.json")
+    con.close()
+    # a daily run of 2026-06-02 rebuilds only that day's intermediate models; the tie-out reads
+    # the staged bill and the whole of marts.resource_day, so June's pods are still $3.00
+    run(tmp_path / "landing", tmp_path / "recon.duckdb", day_from=date(2026, 6, 2),
+        day_to=date(2026, 6, 2))
+    con = duckdb.connect(str(tmp_path / "recon.duckdb"), read_only=True)
+    try:
+        assert _tieout(con)["pods"][:6] == (Decimal("4"), Decimal("3"), Decimal("1"), Decimal("0"),
+                                           Decimal("1"), "mismatch")
+    finally:
+        con.close()
