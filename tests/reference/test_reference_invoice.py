@@ -135,3 +135,17 @@ def test_a_windowed_run_ties_out_the_whole_period(tmp_path):
                                            Decimal("1"), "mismatch")
     finally:
         con.close()
+
+
+def test_the_days_report_shows_the_invoices_of_its_period(tmp_path):
+    from recon.outputs.report import write_report
+
+    con = _run(tmp_path, "planted.json")
+    try:
+        page = write_report(con, "2026-06-01", tmp_path / "report.html").read_text()
+    finally:
+        con.close()
+    # the planted dollar: $4.00 invoiced, $3.00 reconciled, $1.00 unexplained
+    assert '<tr data-invoice="INV-2026-06-research"><td>INV-2026-06-research</td><td>research</td>' \
+           '<td>pods</td><td class="num">$4.00</td><td class="num">$3.00</td>' in page
+    assert '<span data-metric="invoice-unexplained">1.00</span></td><td>mismatch</td>' in page
