@@ -16,12 +16,15 @@ CASE = Path(__file__).parent / "invoice"
 POD = "k3vq8m2ztr4w1a"
 
 
-def _run(tmp_path: Path, *invoice_files: str) -> duckdb.DuckDBPyConnection:
-    """The late_bill case, both pulls landed, with the given invoice files; the warehouse."""
+def _run(tmp_path: Path, *invoice_files: str, restated: bool = False) -> duckdb.DuckDBPyConnection:
+    """The late_bill case, both pulls landed (and the 04:00 restating pull), with the given
+    invoice files; the warehouse."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     landing = tmp_path / "landing"
     for part in ("watch", "pull-20260602T003000Z", "pull-20260602T023000Z"):
         shutil.copytree(LATE_BILL / part, landing, dirs_exist_ok=True)
+    if restated:
+        shutil.copytree(CASE / "restated", landing, dirs_exist_ok=True)
     (landing / "invoices").mkdir()
     for name in invoice_files:
         shutil.copy(CASE / name, landing / "invoices" / name)
@@ -54,6 +57,24 @@ def test_usage_landed_after_the_invoice_was_issued_is_explained_not_flagged(tmp_
             Decimal("2"), Decimal("3"), Decimal("-1"), Decimal("1"), Decimal("0"))
         assert status == "explained"
         assert "2026-06-02T02:30:00Z" in why and "$1.00 of usage landed after the cut-off" in why
+        assert _mismatches(con) == []
+    finally:
+        con.close()
+
+
+def test_a_bucket_restated_after_the_invoice_was_issued_is_explained(tmp_path):
+    con = _run(tmp_path, "restated.csv", restated=True)
+    try:
+        got = _tieout(con)
+        # issued 03:00: the 22:00 bucket was $2.00 then (pulls 00:30, 02:30), $2.50 at 04:00; the
+        # 23:00 bucket's $1.00 was pulled at 02:30, before the issue: 3.00 − 3.50 = −0.50
+        inv, rec, diff, late, unexplained, status, why = got["pods"]
+        assert (inv, rec, diff, late, unexplained) == (
+            Decimal("3"), Decimal("3.5"), Decimal("-0.5"), Decimal("0"), Decimal("0"))
+        assert status == "explained" and "1 bucket(s) restated after the invoice was issued: $0.50" in why
+        restated_amount = con.execute("select restated_after_issue_amount from "
+                                      "marts.invoice_tieout").fetchone()[0]
+        assert restated_amount == Decimal("0.5")
         assert _mismatches(con) == []
     finally:
         con.close()
