@@ -97,8 +97,8 @@ def invoices_of(con, start: date, nxt: date) -> list[tuple]:
             [_midnight(nxt), _midnight(start)]).fetchall()
     except Exception:  # noqa: BLE001 - a warehouse built before invoices were an input has none
         return []
-    return [(ps, pe, svc, None if scope == "account" else set(scope.split(",")), iid)
-            for ps, pe, svc, scope, iid in rows]
+    return [(ps, pe, svc, None if covers == "account" else set(covers.split(",")), iid)
+            for ps, pe, svc, covers, iid in rows]
 
 
 def invoice_id(invoices: list[tuple], rid: str, day: date, service: str) -> str | None:
@@ -109,8 +109,8 @@ def invoice_id(invoices: list[tuple], rid: str, day: date, service: str) -> str 
     associated with an issued or provisional invoice" (FOCUS 1.2, columns/invoiceid.md), and may
     be null until then."""
     lo, hi = _midnight(day), _midnight(day + timedelta(days=1))
-    for ps, pe, svc, scope, iid in invoices:
-        if ps <= lo and hi <= pe and svc in (service, "total") and (scope is None or rid in scope):
+    for ps, pe, svc, covers, iid in invoices:
+        if ps <= lo and hi <= pe and svc in (service, "total") and (covers is None or rid in covers):
             return iid
     return None
 

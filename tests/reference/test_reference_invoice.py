@@ -170,3 +170,24 @@ def test_the_days_report_shows_the_invoices_of_its_period(tmp_path):
     assert '<tr data-invoice="INV-2026-06-research"><td>INV-2026-06-research</td><td>research</td>' \
            '<td>pods</td><td class="num">$4.00</td><td class="num">$3.00</td>' in page
     assert '<span data-metric="invoice-unexplained">1.00</span></td><td>mismatch</td>' in page
+
+
+def test_recon_check_month_ties_the_invoices_out(tmp_path):
+    from typer.testing import CliRunner
+
+    from recon.cli import app
+
+    con = _run(tmp_path, "planted.json")
+    con.close()
+    out = CliRunner().invoke(app, ["check", "--month", "2026-06", "--db",
+                                   str(tmp_path / "recon.duckdb")])
+    # the planted dollar fails the step; the pod storage line ($0 vs $0) is tied
+    assert out.exit_code == 1, out.output
+    assert ("FAIL INV-2026-06-research research pods (k3vq8m2ztr4w1a): invoiced $4.00 vs "
+            "reconciled $3.00, difference $1.00, unexplained $1.00 (tolerance $0.01): mismatch"
+            in out.output)
+    assert "research pod_storage (k3vq8m2ztr4w1a): invoiced $0.00" in out.output
+    # a month no invoice covers: nothing was tied out, and the step says so
+    out = CliRunner().invoke(app, ["check", "--month", "2026-07", "--db",
+                                   str(tmp_path / "recon.duckdb")])
+    assert out.exit_code == 1 and "no invoice covers the month" in out.output
