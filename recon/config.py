@@ -58,6 +58,9 @@ class Thresholds:
     # RATE_MISMATCH: billed vs expected (seconds × contracted rate) per resource-day, both must be
     # exceeded: an absolute floor (cents of rounding are noise) and a relative share.
     rate_mismatch_tolerance_usd: NonNegDecimal = Decimal("0.01")
+    # INVOICE_MISMATCH: an invoice's amount vs the reconciled bill of its period and scope, beyond
+    # what usage landed or restated after its issue explains: cents of rounding are noise.
+    invoice_mismatch_tolerance_usd: NonNegDecimal = Decimal("0.01")
     rate_mismatch_tolerance_ratio: NonNegDecimal = Decimal("0.005")
     # BILLED_EXCEEDS_RUNTIME: compute billed outside the node's observed life (registration minus
     # the boot allowance, until its deletion) beyond this many seconds per session.

@@ -73,10 +73,11 @@ SUMMARY_METRICS = {
 # findings whose money is not on the day's bill: a savings plan's upfront share (paid months
 # before), work the bill has no line for (an estimate of what is missing from it), a balance's
 # shortfall, what whole-GPU accounting would over-charge the pods of a time-sliced GPU (another
-# accounting's charge, GPU_SHARED_OVERSUBSCRIBED: more than the node's bill). The summary's `at_stake` counts them with the rest (a finance reader asked why the
+# accounting's charge, GPU_SHARED_OVERSUBSCRIBED: more than the node's bill), an invoice's
+# unexplained difference from the bill (INVOICE_MISMATCH). The summary's `at_stake` counts them with the rest (a finance reader asked why the
 # demo's day had $102.35 at stake on a $53.04 bill); `at_stake_outside_bill` says how much.
 OUTSIDE_BILL_CODES = ("SAVINGS_PLAN_UNUSED", "ACTIVITY_WITHOUT_BILLING", "BALANCE_BELOW_ONE_HOUR",
-                      "GPU_SHARED_OVERSUBSCRIBED")
+                      "GPU_SHARED_OVERSUBSCRIBED", "INVOICE_MISMATCH")
 
 
 def _summary_sql() -> str:

@@ -160,6 +160,35 @@ MARTS: dict[str, dict] = {
             "source_file": "Landing file of the changed version",
         },
     },
+    "invoice_tieout": {
+        "grain": "one row per invoice, cost center and service (invoice_id, cost_center, service)",
+        "columns": {
+            "invoice_id": "The invoice's id as the invoice file writes it",
+            "cost_center": "The Runpod cost center the invoice is for",
+            "service": "`pods`, `pod_storage`, `serverless`, `network_volumes`, `savings_plans`, `credits`, or `total` "
+                       "(the invoice's total row, tied out only when the invoice has no line items)",
+            "issuer": "Who issued the invoice (Runpod)",
+            "currency": "The invoice's currency (USD: landing refuses another)",
+            "period_start": "Start of the billing period (UTC, inclusive)",
+            "period_end": "End of the billing period (UTC, exclusive)",
+            "issued_at": "When the invoice was issued or cut (UTC); NULL when the file does not say, and then nothing is explained",
+            "scope": "`account` (the account's whole bill of the service) or the resource ids the invoice's lines name, comma-separated",
+            "invoice_amount": "What the invoice says for the service (USD)",
+            "reconciled_amount": "The reconciled bill of the period and scope (USD): pod buckets' compute or disk (the bill's diskAmount), "
+                                 "marts.resource_day's serverless or network-volume billed_amount, savings-plan upfront; 0 for credits",
+            "difference": "invoice_amount − reconciled_amount (USD)",
+            "late_usage_amount": "Reconciled amount of buckets first pulled after issued_at: usage that landed after the invoice's cut-off (USD)",
+            "restated_after_issue_amount": "Change of buckets a pull after issued_at restated (latest − as of the issue, USD)",
+            "savings_plan_amount": "Savings-plan purchases of the period inside reconciled_amount (USD)",
+            "explained_amount": "−(late_usage_amount + restated_after_issue_amount): the part of the difference those explain (USD)",
+            "unexplained_amount": "difference − explained_amount (USD): an INVOICE_MISMATCH beyond the tolerance",
+            "explanation": "The explanations in words (buckets, times, amounts); empty when there is none",
+            "tolerance": "thresholds.invoice_mismatch_tolerance_usd (USD)",
+            "source_file": "Landing file of the invoice",
+            "locators": "Lines (CSV) or paths (JSON) of the invoice's rows in that file",
+            "status": "`tied` (difference within the tolerance), `explained` (the unexplained rest within it) or `mismatch`",
+        },
+    },
     "findings": {
         "grain": "one row per finding",
         "columns": {
@@ -167,7 +196,7 @@ MARTS: dict[str, dict] = {
             "code": "A finding code of docs/design.md (BILLED_AFTER_EXIT, STORAGE_LINGERING, SERVERLESS_IDLE_EXCESS, "
                     "SERVERLESS_ALWAYS_ON, SERVERLESS_STUCK_WORKER, BILLED_WITHOUT_ACTIVITY, ACTIVITY_WITHOUT_BILLING, BILLED_EXCEEDS_RUNTIME, RATE_MISMATCH, "
                     "DUPLICATE_BILLING, STARTUP_BUDGET_EXCEEDED, UNSCHEDULABLE_GPU, SCALE_TO_ZERO_LATE, "
-                    "GPU_SHARED_OVERSUBSCRIBED, HPA_SCALE_DOWN_SLOW, SAVINGS_PLAN_UNUSED, SAVINGS_PLAN_EXPIRING, BALANCE_BELOW_ONE_HOUR) or RATE_MISSING",
+                    "GPU_SHARED_OVERSUBSCRIBED, HPA_SCALE_DOWN_SLOW, SAVINGS_PLAN_UNUSED, SAVINGS_PLAN_EXPIRING, BALANCE_BELOW_ONE_HOUR, INVOICE_MISMATCH) or RATE_MISSING",
             "severity": "`info`, `warning` or `error`",
             "resource_id": "Billed resource the finding is about",
             "day": "UTC day",
@@ -192,7 +221,7 @@ MARTS: dict[str, dict] = {
             "team": "The workload's team label (`mapping.team_labels`), or the node's for BILLED_WITHOUT_ACTIVITY. NULL, "
                     "never a marker, where no workload explains the money (BILLED_WITHOUT_ACTIVITY on an unlabelled "
                     "node, BILLED_EXCEEDS_RUNTIME, DUPLICATE_BILLING, RATE_MISMATCH, "
-                    "RATE_MISSING, STORAGE_LINGERING, the SERVERLESS_ codes, savings plans, the balance) or the pod "
+                    "RATE_MISSING, STORAGE_LINGERING, the SERVERLESS_ codes, savings plans, the balance, invoices) or the pod "
                     "has no such label: a group by team keeps that money apart as its own NULL group",
         },
     },

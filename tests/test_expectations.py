@@ -52,6 +52,21 @@ RESTATEMENT = {"resource_id": "'pod-1'", "bucket_start": "'2026-06-01 00:00:00+0
                "change": "0.5", "source_file": "'bill.json'"}
 
 
+INVOICE = "marts.invoice_tieout"
+# an invoice row (the simulated fleet has none): June's pods invoiced $2.00, $3.00 reconciled,
+# $1.00 of it landed after the invoice's issue
+TIEOUT = {"invoice_id": "'INV-1'", "cost_center": "'research'", "service": "'pods'",
+          "currency": "'USD'", "period_start": "'2026-06-01 00:00:00+00'",
+          "period_end": "'2026-07-01 00:00:00+00'", "invoice_amount": "2.0",
+          "reconciled_amount": "3.0", "unexplained_amount": "0", "status": "'explained'"}
+
+
+def tieout(**values: str) -> str:
+    """INSERT of TIEOUT with `values` (SQL literals) in place of its own."""
+    row = {**TIEOUT, **values}
+    return f"insert into {INVOICE} ({', '.join(row)}) values ({', '.join(row.values())})"
+
+
 def restatement(**values: str) -> str:
     """INSERT of RESTATEMENT with `values` (SQL literals) in place of its own."""
     row = {**RESTATEMENT, **values}
@@ -246,6 +261,18 @@ CASES = {
         f"{BETWEEN}(contracted_rate_per_hour)": set_(RATES, "contracted_rate_per_hour = -1"),
         f"{IN_SET}(charged_rate_source)": set_(RATES, "charged_rate_source = 'guess'"),
         f"{BETWEEN}(gpu_count)": set_(RATES, "gpu_count = -1"),
+    },
+    INVOICE: {
+        f"{NN}(invoice_id)": tieout(invoice_id="null"),
+        f"{NN}(cost_center)": tieout(cost_center="null"),
+        f"{IN_SET}(service)": tieout(service="'gpu'"),
+        f"{COMPOUND}(invoice_id, cost_center, service)": [tieout(), tieout()],
+        f"{GT}(period_end, period_start)": tieout(period_end="'2026-06-01 00:00:00+00'"),
+        f"{NN}(invoice_amount)": tieout(invoice_amount="null"),
+        f"{NN}(reconciled_amount)": tieout(reconciled_amount="null"),
+        f"{NN}(unexplained_amount)": tieout(unexplained_amount="null"),
+        f"{IN_SET}(currency)": tieout(currency="'EUR'"),
+        f"{IN_SET}(status)": tieout(status="'unknown'"),
     },
     RESTATED: {
         f"{NN}(resource_id)": restatement(resource_id="null"),

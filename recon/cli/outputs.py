@@ -172,19 +172,34 @@ def waste_cmd(by: str = typer.Option("team", "--by", help="team | namespace | ow
     console.print(f"Total waste: {total:,.2f} USD")
 
 
-def check_cmd(day: str = typer.Option(..., "--day", help="UTC day YYYY-MM-DD"),
+def check_cmd(day: str | None = typer.Option(None, "--day", help="UTC day YYYY-MM-DD"),
+              month: str | None = typer.Option(None, "--month", help="YYYY-MM: tie the "
+                                               "month's invoices out against the bill"),
               db: Path = typer.Option(Path("data/recon.duckdb"))):
-    """Scheduling verification in four steps for a day; exits 1 when a step fails.
+    """Scheduling verification in four steps for a day (or the invoice tie-out of a month);
+    exits 1 when a step fails.
 
     Example: recon check --day 2026-06-01
     """
-    from ..outputs.check import run_checks
+    from ..outputs.check import invoice_step, run_checks
 
-    the_day = _day(day)
-    con = _open_db(db, need_marts=True)
-    if msg := _no_data(con, the_day, db):
-        _fail(f"{msg}: nothing to check")
-    steps = run_checks(con, the_day)
+    if (day is None) == (month is None):
+        _fail("give exactly one of --day or --month")
+    if month is not None:
+        from ..outputs.exports import parse_month
+
+        try:
+            the_month = parse_month(month)
+        except ValueError as e:
+            _fail(str(e))
+        con = _open_db(db, need_marts=True)
+        steps = [invoice_step(con, the_month)]
+    else:
+        the_day = _day(day)
+        con = _open_db(db, need_marts=True)
+        if msg := _no_data(con, the_day, db):
+            _fail(f"{msg}: nothing to check")
+        steps = run_checks(con, the_day)
     for s in steps:
         console.print(f"[{'green' if s.passed else 'red'}]{'PASS' if s.passed else 'FAIL'}[/] "
                       f"{s.title}", soft_wrap=True)

@@ -16,6 +16,7 @@ TABLES = {
     "runpod_inventory": ["inventory_kind", "endpoint_id", "pulled_at"],
     "serverless_jobs": [],
     "focus_rows": [],
+    "invoice_lines": [],
     "prometheus_series": ["cluster", "query"],
 }
 COMMON = ["source_file", "record_no", "locator"]

@@ -19,7 +19,7 @@ import orjson
 
 from connectors.pod_secrets import may_hold_secrets, redact_secrets, redact_text
 
-from . import focus
+from . import focus, invoices
 from .classify import (
     INVENTORY_KEYS,
     WATCH_TYPES,
@@ -328,6 +328,10 @@ def read_file(path: Path, display: str, limits=None) -> FileResult:
             res.quarantine("file", 0, "Parquet file without FOCUS columns (ChargePeriodStart, "
                            "BilledCost)", "")
         return res
+    if stripped[:1] not in (b"{", b"[") and invoices.looks_like_invoice_header(
+            data[:4096].decode("utf-8", "replace").splitlines()[0]):
+        invoices.read_invoice_csv(res, data.decode("utf-8", "replace"))
+        return res
     if stripped[:1] not in (b"{", b"[") and focus.looks_like_focus_header(
             data[:4096].decode("utf-8", "replace").splitlines()[0]):
         focus.read_focus_csv(res, data.decode("utf-8", "replace"))
@@ -341,6 +345,9 @@ def read_file(path: Path, display: str, limits=None) -> FileResult:
         # cannot be stored), so that the one record holding it is quarantined (FileResult.add)
         # and the document's others land
         whole = _lenient_loads(data) if "surrogate" in str(e) else None
+    if invoices.is_invoice_document(whole):
+        invoices.read_invoice_json(res, whole)
+        return res
     if whole is not None:
         res.kind = doc_kind(whole)
         loc = "line 1" if res.kind in ("k8s_watch_event", "serverless_job") else ""

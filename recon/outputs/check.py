@@ -1,5 +1,6 @@
 """`recon check --day D`: the scheduling verification in four steps, each passing or naming
-the resources that fail (built on the marts: the same evidence as the findings)."""
+the resources that fail (built on the marts: the same evidence as the findings). `recon check
+--month M`: the month's invoices tied out against the reconciled bill (marts.invoice_tieout)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,32 @@ def run_checks(con, day) -> list[Step]:
                        "bill is there")
     steps.append(s)
     return steps
+
+
+def invoice_step(con, month) -> Step:
+    """The invoices whose billing period overlaps `month` (its first day) against the bill: a
+    row whose unexplained difference exceeds the tolerance fails (its INVOICE_MISMATCH); a month
+    no invoice covers fails too, naming the file finance writes, since nothing was tied out."""
+    from datetime import datetime, timedelta
+
+    from .present import money
+
+    start = datetime(month.year, month.month, 1, tzinfo=UTC)
+    nxt = (start + timedelta(days=32)).replace(day=1)
+    rows = con.execute(
+        "select invoice_id, cost_center, service, scope, invoice_amount, reconciled_amount, "
+        "difference, unexplained_amount, tolerance, status, explanation from marts.invoice_tieout "
+        "where period_start < ? and period_end > ? order by invoice_id, cost_center, service",
+        [nxt, start]).fetchall()
+    s = Step(f"Invoices of {start:%Y-%m} = the reconciled bill of their period and scope, "
+             "but for usage landed or restated after their issue",
+             bool(rows) and all(r[9] != "mismatch" for r in rows))
+    for iid, cc, svc, scope, inv, rec, diff, unexplained, tol, status, why in rows:
+        line = (f"{'FAIL ' if status == 'mismatch' else ''}{iid} {cc} {svc} ({scope}): invoiced "
+                f"${money(inv)} vs reconciled ${money(rec)}, difference ${money(diff)}, unexplained "
+                f"${money(unexplained)} (tolerance ${money(tol)}): {status}")
+        s.lines.append(line + (f"; {why}" if why else ""))
+    if not rows:
+        s.lines.append("FAIL no invoice covers the month: land the invoice file finance writes "
+                       "from the Runpod console (docs/reference.md, \"Invoice files\")")
+    return s

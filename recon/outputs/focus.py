@@ -80,6 +80,41 @@ STORAGE_CATEGORIES = {"storage_running": "Block Storage", "storage_lingering": "
                       "network_volume": "File Storage"}
 
 
+# the invoice service (recon/ingest/invoices.py SERVICES) a row of Runpod's bill is itemized under
+def _invoice_service(kind: str, storage: bool) -> str:
+    if kind == "instance":
+        return "pod_storage" if storage else "pods"
+    return {"serverless": "serverless", "network_volume": "network_volumes"}.get(kind, kind)
+
+
+def invoices_of(con, start: date, nxt: date) -> list[tuple]:
+    """The invoices (marts.invoice_tieout) whose billing period overlaps [start, nxt): (period
+    start, period end, service, resource ids or None for the account, invoice id), by id."""
+    try:
+        rows = con.execute(
+            "select period_start, period_end, service, scope, invoice_id from marts.invoice_tieout "
+            "where period_start < ? and period_end > ? order by invoice_id, service",
+            [_midnight(nxt), _midnight(start)]).fetchall()
+    except Exception:  # noqa: BLE001 - a warehouse built before invoices were an input has none
+        return []
+    return [(ps, pe, svc, None if covers == "account" else set(covers.split(",")), iid)
+            for ps, pe, svc, covers, iid in rows]
+
+
+def invoice_id(invoices: list[tuple], rid: str, day: date, service: str) -> str | None:
+    """FOCUS InvoiceId of a charge of `rid` on `day`: the invoice whose billing period holds the
+    charge period [day, day + 1) and whose line of that service (or total) covers the resource;
+    the first by id when several do (cost-center assignment is the console's, not the project's).
+    None before the period is invoiced: FOCUS InvoiceId "MUST NOT be null when the charge is
+    associated with an issued or provisional invoice" (FOCUS 1.2, columns/invoiceid.md), and may
+    be null until then."""
+    lo, hi = _midnight(day), _midnight(day + timedelta(days=1))
+    for ps, pe, svc, covers, iid in invoices:
+        if ps <= lo and hi <= pe and svc in (service, "total") and (covers is None or rid in covers):
+            return iid
+    return None
+
+
 def _midnight(d: date) -> datetime:
     return datetime(d.year, d.month, d.day, tzinfo=UTC)
 
@@ -102,6 +137,7 @@ def focus_rows(con, month: date, account_id: str = "runpod",
     from_focus = {r[0] for r in con.execute(
         "select distinct resource_id from marts.focus_charges where day >= ? and day < ? "
         "and reconciled", [start, nxt]).fetchall()}
+    invoices = invoices_of(con, start, nxt)
     acc: dict[tuple, list] = {}
     for s in shares:
         if s.resource_id in from_focus:
@@ -139,7 +175,7 @@ def focus_rows(con, month: date, account_id: str = "runpod",
             "ServiceName": service, "ServiceCategory": "Storage" if storage else "Compute",
             "ServiceSubcategory": STORAGE_CATEGORIES.get(cat, sub) if storage else sub,
             "ProviderName": "Runpod", "PublisherName": "Runpod", "InvoiceIssuerName": "Runpod",
-            "InvoiceId": None,
+            "InvoiceId": invoice_id(invoices, rid, day, _invoice_service(kind, storage)),
             "ResourceId": rid, "ResourceName": rid, "ResourceType": rtype,
             # the team is a user-defined tag (the workload's or node's team label); a marker
             # (__idle__, __unallocated__) is no tag: no team was charged

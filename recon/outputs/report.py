@@ -76,7 +76,31 @@ def report_data(con, day: date) -> dict:
              for i in range(14)]
     return {"day": day, "billed": billed, "expected": expected, "groups": groups,
             "findings": findings, "trend": trend, "instances": _instances(con, day),
-            "waste": _waste_by_team(con, day)}
+            "waste": _waste_by_team(con, day), "invoices": _invoices(con, day)}
+
+
+def _invoices(con, day: date) -> list[tuple]:
+    """The tie-out (marts.invoice_tieout) of every invoice whose billing period holds the day."""
+    try:
+        return con.execute(
+            "select invoice_id, cost_center, service, invoice_amount, reconciled_amount, "
+            "unexplained_amount, status, explanation from marts.invoice_tieout "
+            "where period_start <= ? and period_end > ? order by invoice_id, cost_center, service",
+            [_utc(day), _utc(day)]).fetchall()
+    except Exception:  # noqa: BLE001 - a warehouse built before invoices were an input has none
+        return []
+
+
+def _invoice_rows(data) -> str:
+    rows = []
+    for iid, cc, svc, inv, rec, unexplained, status, why in data["invoices"]:
+        rows.append(f'<tr data-invoice="{esc(iid)}"><td>{esc(iid)}</td><td>{esc(cc)}</td>'
+                    f'<td>{esc(svc)}</td><td class="num">${money(inv)}</td>'
+                    f'<td class="num">${money(rec)}</td>'
+                    f'<td class="num">$<span data-metric="invoice-unexplained">{money(unexplained)}</span></td>'
+                    f'<td>{esc(status)}</td><td class="msg">{esc(why)}</td></tr>')
+    return "\n".join(rows) or ('<tr><td colspan="8">No invoice covers this day (invoice files: '
+                               'docs/reference.md, "Invoice files").</td></tr>')
 
 
 def _waste_by_team(con, day: date) -> list[tuple]:
@@ -334,7 +358,7 @@ def render(data, db_label: str = "") -> str:
         expected=money(data["expected"]), findings=len(data["findings"]), at_stake=money(at_stake),
         at_stake_outside=money(outside), findings_note=esc(_findings_note(data)),
         bar=_bar(data), split_rows=_split_rows(data), finding_rows=_finding_rows(data),
-        waste_rows=_waste_rows(data), waste_total=money(sum(
+        waste_rows=_waste_rows(data), invoice_rows=_invoice_rows(data), waste_total=money(sum(
             (a for _, _, a, _ in data["waste"]), Decimal(0))),
         legend=_legend(), timeline=_timeline(data), week_billed=money(this),
         prev_week_billed=money(prev), week_change=esc(change), trend=_trend(data))

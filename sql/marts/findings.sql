@@ -227,6 +227,25 @@ rate_missing as (
     where rate_per_second is null and worker_usd > 0
 ),
 
+-- an invoice's amount the reconciled bill and what landed after its issue do not explain
+-- (marts.invoice_tieout): the invoice's, on the last day of its period
+invoice_mismatch as (
+    select 'INVOICE_MISMATCH', 'error', 'invoice:' || invoice_id || '/' || cost_center || '/' || service,
+           cast(period_end - interval 1 day as date), period_start, period_end, null::bigint,
+           abs(unexplained_amount),
+           'Invoice ' || invoice_id || ' (' || issuer || ', cost center ' || cost_center || ', '
+           || strftime(period_start, '%Y-%m-%d') || ' to ' || strftime(period_end, '%Y-%m-%d')
+           || ', ' || service || ', scope ' || scope || ') says $' || printf('%.2f', invoice_amount)
+           || '; the reconciled bill of the period is $' || printf('%.2f', reconciled_amount)
+           || ' (difference $' || printf('%.2f', difference) || '). '
+           || case when explanation <> '' then 'Explained: ' || explanation || '. ' else '' end
+           || 'Unexplained: $' || printf('%.2f', unexplained_amount) || ', beyond the tolerance of $'
+           || printf('%.2f', tolerance) || ' (thresholds.invoice_mismatch_tolerance_usd; '
+           || source_file || ' ' || locators || ').'
+    from marts.invoice_tieout
+    where status = 'mismatch'
+),
+
 -- no workload's: the owner columns are NULL (namespace, owner_kind, owner_name, team)
 unowned as (
     select * from lingering
@@ -236,6 +255,7 @@ unowned as (
     union all select * from rate_missing
     union all select * from intermediate.int_findings__billing
     union all select * from intermediate.int_findings__commitments
+    union all select * from invoice_mismatch
 ),
 
 unioned as (

@@ -57,7 +57,7 @@ finding_days as (
         day,
         count(*) as findings,
         sum(amount_at_stake) as at_stake,
-        sum(amount_at_stake) filter (where code in ('SAVINGS_PLAN_UNUSED', 'ACTIVITY_WITHOUT_BILLING', 'BALANCE_BELOW_ONE_HOUR', 'GPU_SHARED_OVERSUBSCRIBED')) as at_stake_outside_bill
+        sum(amount_at_stake) filter (where code in ('SAVINGS_PLAN_UNUSED', 'ACTIVITY_WITHOUT_BILLING', 'BALANCE_BELOW_ONE_HOUR', 'GPU_SHARED_OVERSUBSCRIBED', 'INVOICE_MISMATCH')) as at_stake_outside_bill
     from findings
     group by day
 )

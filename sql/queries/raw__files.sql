@@ -6,6 +6,7 @@ with landed as (
           union all select source_file from raw.runpod_inventory
           union all select source_file from raw.serverless_jobs
           union all select source_file from raw.focus_rows
+          union all select source_file from raw.invoice_lines
           union all select source_file from raw.prometheus_series)
     group by source_file
 ),
