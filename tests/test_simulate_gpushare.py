@@ -90,3 +90,24 @@ def test_its_resource_day_matches_the_timeline(sim):
     got = dict(q(db, "select category, seconds from marts.billed_segments where resource_id = ? "
                      "and seconds > 0", [POD_ID]))
     assert got == {k: Decimal(v) for k, v in row["categories"].items()}
+
+
+def test_recon_simulate_writes_the_scenario_when_asked(tmp_path):
+    """`recon simulate --gpu-sharing` is the same switch from the command line: its folder holds
+    the shared node's watch file and its ground truth the finding; without it, neither."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from recon.cli import app
+
+    args = ["simulate", "--days", "1", "--nodes", "1", "--endpoints", "1", "--start", DAY.isoformat()]
+    for flag, want in ((["--gpu-sharing"], True), ([], False)):
+        out = tmp_path / ("on" if want else "off")
+        r = CliRunner().invoke(app, [*args, "--out", str(out), *flag], terminal_width=200)
+        assert r.exit_code == 0, r.output
+        watch = out / "k8s" / "cluster=sim-cluster" / "gpushare-watch.jsonl"
+        truth = json.loads((out / "expected" / "ground_truth.json").read_text())
+        assert watch.exists() is want
+        assert ({"code": "GPU_SHARED_OVERSUBSCRIBED", "resource_id": POD_ID, "day": DAY.isoformat()}
+                in truth["findings"]) is want

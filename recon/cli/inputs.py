@@ -21,7 +21,11 @@ def simulate(out: Path = typer.Option(..., help="Folder to write"),
              start: str = typer.Option("2026-06-01", help="First UTC day"),
              force: bool = typer.Option(False, "--force", help="Clear an earlier simulation's "
                                         "files from OUT first (only the files it wrote: "
-                                        "anything else in OUT makes it refuse)")):
+                                        "anything else in OUT makes it refuse)"),
+             gpu_sharing: bool = typer.Option(False, "--gpu-sharing",
+                                              help="Add a node whose GPU is time-sliced 4 ways, "
+                                                   "shared by two teams' pods (raises "
+                                                   "GPU_SHARED_OVERSUBSCRIBED)")):
     """Write a realistic input folder plus expected/ground_truth.json.
 
     Example: recon simulate --out /tmp/sim --days 3 --nodes 8 --seed 1
@@ -43,7 +47,7 @@ def simulate(out: Path = typer.Option(..., help="Folder to write"),
             _fail(str(e))
         console.print(f"Cleared {gone} files of an earlier simulation from {out}")
     r = sim(out, seed=seed, days=days, nodes=nodes, endpoints=endpoints, scale=scale,
-            start_day=start_day)
+            start_day=start_day, gpu_sharing=gpu_sharing)
     console.print(f"Wrote {r['files']} input files to {out} (config: {out}/recon.toml, "
                   f"ground truth: {out}/expected/ground_truth.json)")
 
