@@ -89,8 +89,9 @@ def _clean(row: dict) -> dict:
     return {k.lstrip("\ufeff"): _null(v) for k, v in row.items() if k is not None}
 
 
-def read_focus_csv(res, text: str) -> None:
-    res.kind = "focus_csv"
+def csv_rows(res, text: str):
+    """(line number, row) of a CSV with a header; a row with more cells than the header has
+    columns is quarantined here, naming the line and the counts (FOCUS and invoice files)."""
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = reader.fieldnames or []
     for row in reader:
@@ -99,6 +100,12 @@ def read_focus_csv(res, text: str) -> None:
             res.quarantine(f"line {line}", line, f"{len(row[None])} cell(s) beyond the "
                            f"{len(header)} header columns", str(row)[:2000])
             continue
+        yield line, row
+
+
+def read_focus_csv(res, text: str) -> None:
+    res.kind = "focus_csv"
+    for line, row in csv_rows(res, text):
         row = _clean(row)
         why = _check(row)
         if why:

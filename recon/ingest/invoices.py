@@ -24,11 +24,9 @@ the reason, naming what would be accepted; the file's other rows land in `raw.in
 
 from __future__ import annotations
 
-import csv
-import io
 from decimal import Decimal, InvalidOperation
 
-from .focus import parse_focus_datetime
+from .focus import csv_rows, parse_focus_datetime
 
 REQUIRED = ("invoice_id", "issuer", "billing_period_start", "billing_period_end", "cost_center",
             "currency", "amount")
@@ -117,14 +115,7 @@ def _one(res, locator: str, no: int, row: dict) -> None:
 
 def read_invoice_csv(res, text: str) -> None:
     res.kind = "invoice_csv"
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = reader.fieldnames or []
-    for row in reader:
-        line = reader.line_num
-        if None in row:  # more cells than header columns
-            res.quarantine(f"line {line}", line, f"{len(row[None])} cell(s) beyond the "
-                           f"{len(header)} header columns", str(row)[:2000])
-            continue
+    for line, row in csv_rows(res, text):
         if not any((v or "").strip() for v in row.values()):
             continue  # a blank line a spreadsheet left
         _one(res, f"line {line}", line, row)

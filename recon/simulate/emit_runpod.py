@@ -45,6 +45,40 @@ def money(x: Decimal) -> float:
     return float(x.quantize(Q, rounding=ROUND_HALF_EVEN))
 
 
+def hourly_pod_bill(pod_id: str, start: int, stop: int, gpu_per_hour: Decimal,
+                    disk_per_second: Decimal) -> list[dict]:
+    """/v2/billing/pods records of one pod billed [start, stop): one per hour it touches."""
+    recs = []
+    h = start - start % 3600
+    while h < stop:
+        c = min(stop, h + 3600) - max(start, h)
+        gpu, disk = gpu_per_hour / 3600 * c, disk_per_second * c
+        recs.append({"startTime": iso(h), "endTime": iso(h + 3600), "podId": pod_id,
+                     "totalAmount": money(gpu + disk), "gpuAmount": money(gpu), "cpuAmount": 0.0,
+                     "diskAmount": money(disk)})
+        h += 3600
+    return recs
+
+
+POD_AMOUNTS = (("podGpuAmount", "gpuAmount"), ("podDiskAmount", "diskAmount"),
+               ("totalAmount", "totalAmount"))
+
+
+def add_to_account(rp: Path, records: list[dict], fields=POD_AMOUNTS) -> None:
+    """Add a scenario's hourly amounts to the account's totals (billing-account.json), whose
+    hours count every resource's: `fields` maps an account key to the record key added to it."""
+    path = rp / "billing-account.json"
+    acct = json.loads(path.read_text())
+    by_start = {r["startTime"]: r for r in acct["records"]}
+    for r in records:
+        a = by_start.get(r["startTime"])
+        if a is None:
+            continue
+        for k, v in fields:
+            a[k] = money(Decimal(str(a.get(k, 0))) + Decimal(str(r[v])))
+    path.write_text(json.dumps(acct, indent=1))
+
+
 def per_gb_second(month_rate: Decimal) -> Decimal:
     return month_rate / (HOURS_PER_MONTH * 3600)
 

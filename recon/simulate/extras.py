@@ -17,10 +17,12 @@ Everything here is whole seconds; the truth is computed from the same timeline.
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime, timedelta
-from decimal import ROUND_HALF_EVEN, Decimal
+from datetime import date, timedelta
+from decimal import Decimal
 from pathlib import Path
 
+from .emit_runpod import add_to_account, hourly_pod_bill
+from .emit_runpod import iso as _ts
 from .world import COOLDOWN, HOURS_PER_MONTH, SAMPLE_DISK_RUNNING_GB_MONTH, day_epoch
 
 GPU = "NVIDIA H100 80GB HBM3"
@@ -28,15 +30,8 @@ ON_DEMAND = Decimal("2.99")
 PLAN_RATE = Decimal("2.39")
 POD_ID = "h100warmpool01"
 NODE = "gpu-warm-h100"
-Q = Decimal("0.0000000001")
 
 
-def _ts(t: int) -> str:
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _money(x: Decimal) -> float:
-    return float(x.quantize(Q, rounding=ROUND_HALF_EVEN))
 
 
 def plan_config(start_day: date) -> str:
@@ -127,31 +122,13 @@ def write_extras(out: Path, start_day: date, days: int) -> list[str]:
 
     # the bill: on-demand rate although the plan should apply; the first hour twice
     run_rate = SAMPLE_DISK_RUNNING_GB_MONTH / (HOURS_PER_MONTH * 3600) * 60  # 60 GB of disk
-    recs = []
-    h = t["start"] - t["start"] % 3600
-    while h < t["stop"]:
-        c = min(t["stop"], h + 3600) - max(t["start"], h)
-        gpu, disk = ON_DEMAND / 3600 * c, run_rate * c
-        recs.append({"startTime": _ts(h), "endTime": _ts(h + 3600), "podId": POD_ID,
-                     "totalAmount": _money(gpu + disk), "gpuAmount": _money(gpu), "cpuAmount": 0.0,
-                     "diskAmount": _money(disk)})
-        h += 3600
+    recs = hourly_pod_bill(POD_ID, t["start"], t["stop"], ON_DEMAND, run_rate)
     recs.insert(1, dict(recs[0]))
     pulled = _ts(day_epoch(start_day) + days * 86400 + 7200)
     (rp / "billing-pods-warm-pool.json").write_text(json.dumps(
         {"records": recs, "metadata": {"query": {"bucketSize": "hour"}, "recordCount": len(recs)},
          "x_recon": {"endpoint": "/v2/billing/pods", "pulledAt": pulled}}, indent=1))
-    acct_path = rp / "billing-account.json"
-    acct = json.loads(acct_path.read_text())
-    by_start = {r["startTime"]: r for r in acct["records"]}
-    for r in recs[1:]:  # the provider's account total counts the duplicated hour once
-        a = by_start.get(r["startTime"])
-        if a is None:
-            continue
-        for k, v in (("podGpuAmount", r["gpuAmount"]), ("podDiskAmount", r["diskAmount"]),
-                     ("totalAmount", r["totalAmount"])):
-            a[k] = _money(Decimal(str(a.get(k, 0))) + Decimal(str(v)))
-    acct_path.write_text(json.dumps(acct, indent=1))
+    add_to_account(rp, recs[1:])  # the provider's account total counts the duplicated hour once
     inv = {"pods": [{"id": POD_ID, "name": "warm-pool-h100", "status": "RUNNING",
                      "cost": float(ON_DEMAND), "gpu": {"id": GPU, "count": 1}, "disk": 40,
                      "mounts": {"persistent": {"size": 20, "path": "/workspace"}},

@@ -14,10 +14,12 @@ is. Everything here is whole seconds; the truth is computed from the same timeli
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
-from decimal import ROUND_HALF_EVEN, Decimal
+from datetime import date
+from decimal import Decimal
 from pathlib import Path
 
+from .emit_runpod import add_to_account, hourly_pod_bill
+from .emit_runpod import iso as _ts
 from .world import HOURS_PER_MONTH, SAMPLE_DISK_RUNNING_GB_MONTH, SAMPLE_GPU_PER_HOUR, day_epoch
 
 GPU = "NVIDIA L40S"
@@ -27,18 +29,11 @@ NODE = "gpu-ts-l40s"
 REPLICAS = 4
 PHYSICAL = 1
 DISK_GB = 60
-Q = Decimal("0.0000000001")
 # (pod name, namespace, team, Job)
 PODS = {"a": ("embed-nightly-k4x8z", "ml-batch", "nlp", "embed-nightly"),
         "b": ("caption-eval-p2w9r", "ml-eval", "vision", "caption-eval")}
 
 
-def _ts(t: int) -> str:
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _money(x: Decimal) -> float:
-    return float(x.quantize(Q, rounding=ROUND_HALF_EVEN))
 
 
 def timeline(start_day: date) -> dict:
@@ -99,30 +94,12 @@ def write_gpushare(out: Path, start_day: date, days: int) -> list[str]:
     (k8s / "gpushare-watch.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
 
     disk_rate = SAMPLE_DISK_RUNNING_GB_MONTH / (HOURS_PER_MONTH * 3600) * DISK_GB
-    recs = []
-    h = t["start"] - t["start"] % 3600
-    while h < t["stop"]:
-        c = min(t["stop"], h + 3600) - max(t["start"], h)
-        gpu, disk = RATE / 3600 * c, disk_rate * c
-        recs.append({"startTime": _ts(h), "endTime": _ts(h + 3600), "podId": POD_ID,
-                     "totalAmount": _money(gpu + disk), "gpuAmount": _money(gpu), "cpuAmount": 0.0,
-                     "diskAmount": _money(disk)})
-        h += 3600
+    recs = hourly_pod_bill(POD_ID, t["start"], t["stop"], RATE, disk_rate)
     pulled = _ts(day_epoch(start_day) + days * 86400 + 7200)
     (rp / "billing-pods-gpushare.json").write_text(json.dumps(
         {"records": recs, "metadata": {"query": {"bucketSize": "hour"}, "recordCount": len(recs)},
          "x_recon": {"endpoint": "/v2/billing/pods", "pulledAt": pulled}}, indent=1))
-    acct_path = rp / "billing-account.json"  # the account's totals count this pod's hours too
-    acct = json.loads(acct_path.read_text())
-    by_start = {r["startTime"]: r for r in acct["records"]}
-    for r in recs:
-        a = by_start.get(r["startTime"])
-        if a is None:
-            continue
-        for k, v in (("podGpuAmount", r["gpuAmount"]), ("podDiskAmount", r["diskAmount"]),
-                     ("totalAmount", r["totalAmount"])):
-            a[k] = _money(Decimal(str(a.get(k, 0))) + Decimal(str(v)))
-    acct_path.write_text(json.dumps(acct, indent=1))
+    add_to_account(rp, recs)  # the account's totals count this pod's hours too
     inv = {"pods": [{"id": POD_ID, "name": "shared-l40s", "status": "RUNNING", "cost": float(RATE),
                      "gpu": {"id": GPU, "count": PHYSICAL}, "disk": 40,
                      "mounts": {"persistent": {"size": DISK_GB - 40, "path": "/workspace"}},

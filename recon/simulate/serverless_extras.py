@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import json
 from datetime import date
-from decimal import Decimal
 from pathlib import Path
 
-from .emit_runpod import iso, iso_ms, money
+from .emit_runpod import add_to_account, iso, iso_ms, money
 from .world import SAMPLE_SERVERLESS_PER_SECOND, day_epoch
 
 ACTIVE = "simactive01"
@@ -93,16 +92,8 @@ def write_serverless_extras(out: Path, start_day: date) -> list[str]:
          "x_recon": {"endpoint": "/v2/billing/serverless", "pulledAt": iso(d0 + 86400 + 7200),
                      "params": {"startTime": iso(d0), "endTime": iso(d0 + 86400),
                                 "bucketSize": "hour"}}}, indent=1))
-    acct_path = rp / "billing-account.json"
-    acct = json.loads(acct_path.read_text())
-    by_start = {r["startTime"]: r for r in acct["records"]}
-    for r in recs:  # the account's hours count the endpoints' worker amounts too
-        a = by_start.get(r["startTime"])
-        if a is None:
-            continue
-        for k in ("serverlessGpuAmount", "totalAmount"):
-            a[k] = money(Decimal(str(a.get(k, 0))) + Decimal(str(r["gpuAmount"])))
-    acct_path.write_text(json.dumps(acct, indent=1))
+    # the account's hours count the endpoints' worker amounts too
+    add_to_account(rp, recs, (("serverlessGpuAmount", "gpuAmount"), ("totalAmount", "gpuAmount")))
     return list(FILES)
 
 
