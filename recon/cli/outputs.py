@@ -28,15 +28,23 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
                                                    "every day with data plus focus_<month>.csv/.parquet"),
                db: Path = typer.Option(Path("data/recon.duckdb")),
                account_id: str = typer.Option("runpod", help="FOCUS BillingAccountId"),
-               account_name: str = typer.Option("Runpod account", help="FOCUS BillingAccountName")):
-    """Write finance CSVs (costs by team, findings) and a FOCUS 1.2 file; totals tie to the bill.
+               account_name: str = typer.Option("Runpod account", help="FOCUS BillingAccountName"),
+               focus_version: str | None = typer.Option(
+                   None, "--focus-version", help="FOCUS version of the month's file: 1.2 "
+                   "(default) or 1.3")):
+    """Write finance CSVs (costs by team, findings) and a FOCUS 1.2 or 1.3 file; totals tie to
+    the bill.
 
-    Example: recon export --month 2026-06 --out exports/
+    Example: recon export --month 2026-06 --out exports/ --focus-version 1.3
     """
     from ..outputs import exports, focus
 
     if (day is None) == (month is None):
         _fail("give exactly one of --day or --month")
+    if focus_version is not None and day is not None:
+        _fail("--focus-version is for --month (the FOCUS file); --day writes no FOCUS file")
+    if focus_version is not None and focus_version not in focus.FOCUS_VERSIONS:
+        _fail(f"--focus-version {focus_version}: expected {' or '.join(focus.FOCUS_VERSIONS)}")
     try:
         if day is not None:
             exports.parse_day(day)
@@ -51,7 +59,8 @@ def export_cmd(out: Path = typer.Option(..., "--out", help="Folder to write the 
         if day is not None:
             paths = exports.export_day(con, day, out)
         else:
-            paths = focus.export_month(con, month, out, account_id, account_name)
+            paths = focus.export_month(con, month, out, account_id, account_name,
+                                       focus_version or "1.2")
     except ValueError as e:
         _fail(str(e))
     except Exception as e:  # noqa: BLE001 - see _environment_failure

@@ -196,7 +196,9 @@ def write_csv(target: Path, spec, rows) -> Path:
     return atomic_write(target, lambda f: f.write(data))
 
 
-def write_parquet(target: Path, spec, rows: list[dict]) -> Path:
+def write_parquet(target: Path, spec, rows: list[dict], metadata: dict | None = None) -> Path:
+    """`rows` as Parquet typed by `spec`; `metadata` is written as the schema's key-value
+    metadata (the FOCUS export's FocusVersion)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -217,7 +219,7 @@ def write_parquet(target: Path, spec, rows: list[dict]) -> Path:
             return Decimal(fmt_decimal(v, 2))
         return v
 
-    schema = pa.schema([(n, types[k]) for n, k in spec])
+    schema = pa.schema([(n, types[k]) for n, k in spec], metadata=metadata)
     table = pa.table({n: pa.array([norm(r[n], k) for r in rows], type=types[k]) for n, k in spec},
                      schema=schema)
     return atomic_write(target, lambda f: pq.write_table(table, f))

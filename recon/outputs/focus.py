@@ -242,9 +242,15 @@ def focus_charge_rows(con, start: date, nxt: date, rd: dict, codes: dict) -> lis
     return rows
 
 
+FOCUS_VERSIONS = ("1.2", "1.3")
+
+
 def export_month(con, month: str, out_dir: str | Path, account_id: str = "runpod",
-                 account_name: str = "Runpod account") -> list[Path]:
-    """Daily costs/findings for every day of the month with data, plus focus_<month>.csv/.parquet."""
+                 account_name: str = "Runpod account", focus_version: str = "1.2") -> list[Path]:
+    """Daily costs/findings for every day of the month with data, plus focus_<month>.csv/.parquet
+    in FOCUS `focus_version` (1.3: :mod:`recon.outputs.focus13` maps the 1.2 rows)."""
+    if focus_version not in FOCUS_VERSIONS:
+        raise ValueError(f"FOCUS version {focus_version!r}: expected one of {', '.join(FOCUS_VERSIONS)}")
     m = parse_month(month)
     csv_t = safe_target(out_dir, f"focus_{month}.csv")
     pq_t = safe_target(out_dir, f"focus_{month}.parquet")
@@ -256,6 +262,10 @@ def export_month(con, month: str, out_dir: str | Path, account_id: str = "runpod
     paths = []
     for d in days:
         paths += export_day(con, d.isoformat(), out_dir)
-    rows = focus_rows(con, m, account_id, account_name)
-    paths += [write_csv(csv_t, FOCUS_SPEC, rows), write_parquet(pq_t, FOCUS_SPEC, rows)]
+    rows, spec, meta = focus_rows(con, m, account_id, account_name), FOCUS_SPEC, None
+    if focus_version == "1.3":
+        from . import focus13
+
+        rows, spec, meta = focus13.focus13_rows(rows), focus13.FOCUS13_SPEC, focus13.PARQUET_METADATA
+    paths += [write_csv(csv_t, spec, rows), write_parquet(pq_t, spec, rows, meta)]
     return paths

@@ -72,8 +72,12 @@ final as (
         try_cast(doc ->> '$.ListUnitPrice' as decimal(38, 12)) as list_unit_price,
         doc ->> '$.CommitmentDiscountId' as commitment_discount_id,
         doc ->> '$.CommitmentDiscountStatus' as commitment_discount_status,
-        doc ->> '$.ProviderName' as provider_name,
-        doc ->> '$.PublisherName' as publisher_name,
+        -- FOCUS 1.3 deprecates ProviderName and PublisherName for ServiceProviderName
+        -- (FOCUS_Spec columns/providername.md "Deprecated (version) 1.3 Replaced by
+        -- ServiceProviderName"; publishername.md "Deprecated (version) 1.3"): a file without
+        -- them names its provider there
+        coalesce(doc ->> '$.ProviderName', doc ->> '$.ServiceProviderName') as provider_name,
+        coalesce(doc ->> '$.PublisherName', doc ->> '$.ServiceProviderName') as publisher_name,
         doc ->> '$.InvoiceIssuerName' as invoice_issuer_name,
         doc ->> '$.InvoiceId' as invoice_id,
         doc ->> '$.BillingAccountId' as billing_account_id,

@@ -1,0 +1,150 @@
+"""FOCUS 1.3 rows from the FOCUS 1.2 rows of :func:`recon.outputs.focus.focus_rows`.
+
+A separate mapping over the 1.2 row dicts, so the 1.2 export (the default) and its rows stay
+as they are and a column added to the 1.2 rows flows into the 1.3 file unchanged. Requirement
+texts below are FOCUS_Spec's `specification/datasets/cost_and_usage/columns/<column>.md`
+(FinOps Foundation, "Introduced (version) 1.3" or "Deprecated (version) 1.3").
+
+What 1.3 changes for this file:
+
+* ServiceProviderName and HostProviderName "MUST be present" and "MUST NOT be null"
+  (serviceprovidername.md, hostprovidername.md). ProviderName and PublisherName are deprecated
+  but keep their 1.2 requirements ("MUST be present", "MUST NOT be null"; providername.md,
+  publishername.md), so they stay. Runpod's rows name Runpod for both: "HostProviderName MAY
+  equal ServiceProviderName when the service provider does not provide visibility into the
+  underlying hosting provider" (Runpod's bill names no host). A landed FOCUS charge keeps its
+  own provider: ServiceProviderName is its ProviderName, HostProviderName the same by that rule
+  (marts.focus_charges keeps no host of its own).
+* Split cost allocation (allocatedmethodid.md, allocatedmethoddetails.md,
+  allocatedresourceid.md, allocatedresourcename.md, allocatedtags.md). Runpod's rows are a split:
+  the origin charge is one resource's billed category on one day (the 1.2 ChargeDescription
+  "<type> <id>: <category> on <day>"), cut by marts.allocation into rows per team × owner ×
+  cause. Each such row carries :data:`METHOD_ID` and its share of the origin charge as
+  AllocatedMethodDetails ``{"Elements": [{"AllocatedRatio", "UsageUnit", "UsageQuantity"}]}``.
+  The money no team was charged (`__idle__`, `__unallocated__`, `__unattributed__`: no Tags,
+  no x_Workload in the 1.2 row) is the "unallocated portion of the origin charge", whose
+  AllocatedResourceId "MUST be null". A landed FOCUS charge is no split of ours: every
+  Allocated* column "MUST be null when a charge is not related to a data generator-calculated
+  split cost allocation".
+* ContractApplied: "MUST be present ... when the provider supports contract commitments"; no
+  charge here is tied to one (Runpod's bill has none; marts.focus_charges keeps no contract), so
+  the column is present and null throughout.
+
+The FOCUS version is metadata in FOCUS ("The FocusVersion MUST be provided in the metadata",
+specification/metadata/schema/focusversion.md): the Parquet file carries it as key-value
+metadata, and both files as the ``x_FocusVersion`` column, since a CSV has no metadata.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from .focus import FOCUS_SPEC
+
+VERSION = "1.3"
+#: AllocatedMethodId of Runpod's rows: the rules of marts.allocation (docs/reference.md,
+#: "FOCUS 1.3" documents it: "documentation ... MUST reference a single AllocatedMethodId value")
+METHOD_ID = "recon-gpu-seconds-share"
+#: the columns 1.3 adds, appended after the 1.2 columns so a reader by position keeps those
+ADDED = (
+    ("ServiceProviderName", "str"), ("HostProviderName", "str"),
+    ("AllocatedMethodId", "str"), ("AllocatedMethodDetails", "str"),
+    ("AllocatedResourceId", "str"), ("AllocatedResourceName", "str"), ("AllocatedTags", "str"),
+    ("ContractApplied", "str"),
+    ("x_FocusVersion", "str"),
+)
+FOCUS13_SPEC = (*FOCUS_SPEC, *ADDED)
+FOCUS13_COLUMNS = tuple(c for c, _ in FOCUS13_SPEC)
+#: Parquet key-value metadata of a 1.3 file
+PARQUET_METADATA = {"FocusVersion": VERSION}
+RATIO_PLACES = Decimal("1e-12")
+
+
+def is_split(r: dict) -> bool:
+    """A row of Runpod's bill as marts.allocation split it: a Usage row with an allocation
+    category. A landed FOCUS charge has none (`other_charge` or none at all)."""
+    return (r.get("ChargeCategory") == "Usage" and r.get("x_ResourceKind") is not None
+            and r.get("x_Category") not in (None, "other_charge"))
+
+
+def _origin(r: dict) -> tuple:
+    return r["ResourceId"], r["ChargePeriodStart"], r["x_Category"]
+
+
+def ratios(rows: list[dict]) -> list[Decimal]:
+    """Each row's share of the origin charge the rows split, at 12 places, adding up to 1
+    exactly ("The sum of ... AllocatedRatio across all allocated charges related to a single
+    origin charge MUST be equal to 1"): by BilledCost; by PricingQuantity when the charge bills
+    nothing; evenly when it measures nothing. What rounding loses goes to the largest share."""
+    for col in ("BilledCost", "PricingQuantity"):
+        weights = [Decimal(r[col] or 0) for r in rows]
+        total = sum(weights, Decimal(0))
+        if total:
+            break
+    else:
+        weights, total = [Decimal(1)] * len(rows), Decimal(len(rows))
+    out = [(w / total).quantize(RATIO_PLACES, rounding=ROUND_HALF_EVEN) for w in weights]
+    big = max(range(len(out)), key=lambda i: (abs(out[i]), -i))
+    out[big] += Decimal(1) - sum(out, Decimal(0))
+    return out
+
+
+def _num(d: Decimal) -> str:
+    """A decimal as a JSON number, exactly (json.dumps would go through a float)."""
+    s = format(d, "f")
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
+def method_details(ratio: Decimal, seconds, category: str) -> str:
+    """AllocatedMethodDetails: the AllocatedMethodDetailsObject, one element. UsageUnit is what
+    the ratio was measured in (the allocation cuts seconds: GPU-slot-weighted busy seconds, the
+    owners' GPU-seconds of a gap, storage by the compute split) and UsageQuantity the row's
+    seconds; custom keys are "prefixed with x_" (allocatedmethoddetails.md)."""
+    qty = "" if seconds is None else f',"UsageQuantity":{_num(Decimal(seconds))}'
+    return (f'{{"Elements":[{{"AllocatedRatio":{_num(ratio)},"UsageUnit":"Seconds"{qty},'
+            f'"x_Category":{json.dumps(category)}}}]}}')
+
+
+def allocated_resource(r: dict) -> tuple[str | None, str | None]:
+    """(AllocatedResourceId, AllocatedResourceName) of a split row: the workload the money went
+    to, as namespace/workload, or the node whose team label took it; (None, None) for the
+    unallocated portion (no team was charged: no x_Workload in the 1.2 row)."""
+    wl = r.get("x_Workload")
+    if wl is None:
+        return None, None
+    ns = r.get("x_Namespace")
+    return (f"{ns}/{wl}" if ns else f"node/{wl}"), wl
+
+
+def focus13_rows(rows12: list[dict]) -> list[dict]:
+    """The 1.3 rows of the 1.2 rows, in their order; the 1.2 dicts are left as they are."""
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rows12):
+        if is_split(r):
+            groups.setdefault(_origin(r), []).append(i)
+    ratio: dict[int, Decimal] = {}
+    for idx in groups.values():
+        ratio.update(zip(idx, ratios([rows12[i] for i in idx]), strict=True))
+    out = []
+    for i, r in enumerate(rows12):
+        provider = r.get("ProviderName")
+        row = {**r, "ServiceProviderName": provider, "HostProviderName": provider,
+               **dict.fromkeys(("AllocatedMethodId", "AllocatedMethodDetails",
+                                "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags",
+                                "ContractApplied")),
+               "x_FocusVersion": VERSION}
+        if i in ratio:
+            rid, name = allocated_resource(r)
+            row.update({"AllocatedMethodId": METHOD_ID,
+                        "AllocatedMethodDetails": method_details(ratio[i], r["PricingQuantity"],
+                                                                 r["x_Category"]),
+                        "AllocatedResourceId": rid, "AllocatedResourceName": name})
+            # the team label is the allocated workload's tag, not the Runpod resource's: it
+            # moves to AllocatedTags ("MUST include all applicable user-defined ... tags for
+            # the AllocatedResourceId"; "MUST NOT include resource tags already present in
+            # Tags"). A node's own team label stays the resource's Tags.
+            if rid is not None and r.get("x_Namespace"):
+                row["AllocatedTags"], row["Tags"] = r.get("Tags"), None
+        out.append(row)
+    return out
