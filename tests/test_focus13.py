@@ -154,12 +154,10 @@ def test_split_cost_allocation_columns(exports):
             # allocatedtags.md: "MUST include all applicable user-defined ... tags for the
             # AllocatedResourceId" (the workload's team label) and "MUST NOT include resource
             # tags already present in Tags"; "MUST conform to KeyValueFormat" (a JSON object)
-            if a["x_Namespace"]:
-                assert json.loads(b["AllocatedTags"]) == json.loads(a["Tags"]) and b["Tags"] == ""
-            else:  # a node's own team label is the resource's tag, so it stays in Tags
-                assert b["AllocatedTags"] == "" and b["Tags"] == a["Tags"]
-            if b["AllocatedTags"] and b["Tags"]:
-                assert not set(json.loads(b["AllocatedTags"])) & set(json.loads(b["Tags"]))
+            # (a workload's team label or a node pool's, for node/<name>)
+            assert json.loads(b["AllocatedTags"]) == json.loads(a["Tags"]) == {
+                "team": json.loads(a["Tags"])["team"]}
+            assert b["Tags"] == ""
         # contractapplied.md: present "when the provider supports contract commitments"; no
         # charge here is related to one, so it is null
         assert b["ContractApplied"] == ""
@@ -181,6 +179,42 @@ def test_split_cost_allocation_columns(exports):
     # allocatedresourceid.md: "SHOULD be a locally unique identifier within the associated
     # ResourceId and ChargePeriod": one id names one workload there
     assert all(len(v) == 1 for v in ids.values())
+
+
+#: the summable FOCUS metrics among the 1.2 columns (costs, quantities); non-summable ones (the
+#: unit prices) must match like dimensions
+SUMMABLE = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "PricingQuantity",
+            "ConsumedQuantity")
+
+
+def test_the_pieces_of_an_origin_charge_agree_with_it(exports, sim_run):
+    """attributes/data_generator_calculated_split_cost_allocation_handling.md (1.3): "FOCUS
+    column values in allocated charges MUST match the corresponding value in the origin charge
+    when the FOCUS column represents a dimension" (and a non-summable metric), "MUST include the
+    same keys and values present in the CostAndUsage.Tags in the origin charge", and "The sum of
+    FOCUS column values in allocated charges MUST match the corresponding value in the origin
+    charge when the FOCUS column represents a summable metric". The origin charge is one
+    resource's billed category on one day (marts.allocation's input)."""
+    groups: dict[tuple, list] = {}
+    for r in exports["r13"]:
+        groups.setdefault(origin(r), []).append(r)
+    dims = [c for c in focus13.FOCUS13_COLUMNS if not c.startswith(("x_", "Allocated"))
+            and c not in SUMMABLE]
+    for key, rows in groups.items():
+        for c in dims:  # dimensions, unit prices and Tags: one value per origin charge
+            assert len({r[c] for r in rows}) == 1, (key, c)
+    assert max(len(v) for v in groups.values()) > 1  # some origin charges are split
+    # the summable metrics add up to the origin charge: a resource-day's categories are the
+    # marts.allocation rows of that resource, day and category, which add up to its bill
+    con = duckdb.connect(str(sim_run["db"]), read_only=True)
+    want = {(rid, day.isoformat(), cat): (amount, secs) for rid, day, cat, amount, secs in con.execute(
+        "select resource_id, day, category, sum(amount), sum(seconds) from marts.allocation "
+        "group by all").fetchall()}
+    con.close()
+    for (rid, start, cat), rows in groups.items():
+        amount, secs = want[(rid, start[:10], cat)]
+        assert sum(Decimal(r["BilledCost"]) for r in rows) == amount
+        assert sum(Decimal(r["PricingQuantity"]) for r in rows) == secs
 
 
 def test_ratios_by_hand():

@@ -15,7 +15,8 @@ What 1.3 changes for this file:
   underlying hosting provider" (Runpod's bill names no host). A landed FOCUS charge keeps its
   own provider: ServiceProviderName is its ProviderName, HostProviderName the same by that rule
   (marts.focus_charges keeps no host of its own).
-* Split cost allocation (allocatedmethodid.md, allocatedmethoddetails.md,
+* Split cost allocation (attributes/data_generator_calculated_split_cost_allocation_handling.md,
+  allocatedmethodid.md, allocatedmethoddetails.md,
   allocatedresourceid.md, allocatedresourcename.md, allocatedtags.md). Runpod's rows are a split:
   the origin charge is one resource's billed category on one day (the 1.2 ChargeDescription
   "<type> <id>: <category> on <day>"), cut by marts.allocation into rows per team × owner ×
@@ -140,11 +141,14 @@ def focus13_rows(rows12: list[dict]) -> list[dict]:
                         "AllocatedMethodDetails": method_details(ratio[i], r["PricingQuantity"],
                                                                  r["x_Category"]),
                         "AllocatedResourceId": rid, "AllocatedResourceName": name})
-            # the team label is the allocated workload's tag, not the Runpod resource's: it
-            # moves to AllocatedTags ("MUST include all applicable user-defined ... tags for
-            # the AllocatedResourceId"; "MUST NOT include resource tags already present in
-            # Tags"). A node's own team label stays the resource's Tags.
-            if rid is not None and r.get("x_Namespace"):
-                row["AllocatedTags"], row["Tags"] = r.get("Tags"), None
+            # the team label is the allocated workload's (or node's) tag, not the billed Runpod
+            # resource's: it moves to AllocatedTags ("MUST include all applicable user-defined
+            # ... tags for the AllocatedResourceId"; "MUST NOT include resource tags already
+            # present in Tags"). Tags is the origin charge's, the same on all its pieces
+            # ("FOCUS column values in allocated charges MUST match the corresponding value in
+            # the origin charge when the FOCUS column represents a dimension",
+            # attributes/data_generator_calculated_split_cost_allocation_handling.md), and
+            # Runpod's bill tags no resource.
+            row["AllocatedTags"], row["Tags"] = (r.get("Tags") if rid is not None else None), None
         out.append(row)
     return out
