@@ -26,8 +26,7 @@ from recon.pipeline import run
 
 MONTH = "2026-06"
 ADDED = ["ServiceProviderName", "HostProviderName", "AllocatedMethodId", "AllocatedMethodDetails",
-         "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags", "ContractApplied",
-         "x_FocusVersion"]
+         "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags", "ContractApplied"]
 
 
 def read(path):
@@ -51,8 +50,15 @@ def exports(sim_run, tmp_path_factory):
 def test_columns_and_version(exports):
     r13 = exports["r13"]
     header = (exports["out13"] / f"focus_{MONTH}.csv").read_text().splitlines()[0].split(",")
-    # the 1.2 columns keep their places; the 1.3 ones follow
-    assert header == [*focus.FOCUS_COLUMNS, *ADDED] == list(focus13.FOCUS13_COLUMNS)
+    # attributes/column_naming_and_ordering.md (Column Handling): "All FOCUS columns SHOULD be
+    # first in the provided dataset", "Custom columns SHOULD be listed after all FOCUS columns
+    # and SHOULD NOT be intermixed": the 1.2 file's FOCUS columns in their order, 1.3's, then
+    # the x_ columns in their 1.2 order
+    own = [c for c in focus.FOCUS_COLUMNS if not c.startswith("x_")]
+    custom = [c for c in focus.FOCUS_COLUMNS if c.startswith("x_")]
+    assert header == [*own, *ADDED, *custom, "x_FocusVersion"] == list(focus13.FOCUS13_COLUMNS)
+    first_custom = min(i for i, c in enumerate(header) if c.startswith("x_"))
+    assert all(c.startswith("x_") for c in header[first_custom:])
     # serviceprovidername.md / hostprovidername.md: "MUST be present in a FOCUS dataset";
     # providername.md, publishername.md (deprecated 1.3): still "MUST be present"
     assert {"ServiceProviderName", "HostProviderName", "ProviderName", "PublisherName"} <= set(header)

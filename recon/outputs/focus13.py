@@ -47,15 +47,20 @@ VERSION = "1.3"
 #: AllocatedMethodId of Runpod's rows: the rules of marts.allocation (docs/reference.md,
 #: "FOCUS 1.3" documents it: "documentation ... MUST reference a single AllocatedMethodId value")
 METHOD_ID = "recon-gpu-seconds-share"
-#: the columns 1.3 adds, appended after the 1.2 columns so a reader by position keeps those
+#: the FOCUS columns 1.3 adds
 ADDED = (
     ("ServiceProviderName", "str"), ("HostProviderName", "str"),
     ("AllocatedMethodId", "str"), ("AllocatedMethodDetails", "str"),
     ("AllocatedResourceId", "str"), ("AllocatedResourceName", "str"), ("AllocatedTags", "str"),
     ("ContractApplied", "str"),
-    ("x_FocusVersion", "str"),
 )
-FOCUS13_SPEC = (*FOCUS_SPEC, *ADDED)
+#: FOCUS columns first (the 1.2 file's in their order, then 1.3's), then the custom x_ columns
+#: in their 1.2 order and x_FocusVersion: "All FOCUS columns SHOULD be first in the provided
+#: dataset", "Custom columns SHOULD be listed after all FOCUS columns and SHOULD NOT be
+#: intermixed" (Column Handling, attributes/column_naming_and_ordering.md). The 1.2 file keeps
+#: its order for readers by position; the 1.3 file has none yet.
+FOCUS13_SPEC = (*(c for c in FOCUS_SPEC if not c[0].startswith("x_")), *ADDED,
+                *(c for c in FOCUS_SPEC if c[0].startswith("x_")), ("x_FocusVersion", "str"))
 FOCUS13_COLUMNS = tuple(c for c, _ in FOCUS13_SPEC)
 #: Parquet key-value metadata of a 1.3 file
 PARQUET_METADATA = {"FocusVersion": VERSION}
