@@ -97,6 +97,8 @@ MARTS: dict[str, dict] = {
             "resource_id": "The last segment of ResourceId (the key a node's spec.providerID maps to); NULL when the row names no resource",
             "provider_name": "ProviderName",
             "publisher_name": "PublisherName",
+            "service_provider_name": "ServiceProviderName (FOCUS 1.3; NULL from a 1.2 file)",
+            "host_provider_name": "HostProviderName (FOCUS 1.3; NULL from a 1.2 file)",
             "invoice_issuer_name": "InvoiceIssuerName",
             "invoice_id": "InvoiceId",
             "billing_account_id": "BillingAccountId",

@@ -16,7 +16,7 @@ from decimal import Decimal
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from test_focus_any_cloud import EC2, ROWS, TOTAL, _marts, land
+from test_focus_any_cloud import COLS, EC2, ROWS, TOTAL, _marts, land, write
 from typer.testing import CliRunner
 
 from recon.cli import app
@@ -262,11 +262,50 @@ def test_landed_charges_are_no_split_and_keep_their_providers(tmp_path):
     assert {r["x_ResourceKind"] for r in rows if r["ResourceId"] == EC2} == {"instance"}
 
 
+def rows13():
+    """test_focus_any_cloud's rows as a FOCUS 1.3 file writes them: ServiceProviderName and
+    HostProviderName beside the deprecated names. The Databricks row is made a marketplace sale
+    (a hypothetical, for the test): serviceprovidername.md "In marketplace scenarios, the Service
+    Provider represents the seller rather than the marketplace operator"; the host, Microsoft, is
+    exposed, so HostProviderName "MUST reflect the name of the host provider"."""
+    out = []
+    for r in ROWS:
+        r = {**r, "ServiceProviderName": r["ProviderName"], "HostProviderName": r["ProviderName"]}
+        if r["ServiceName"] == "Azure Databricks":
+            r.update(ProviderName="Databricks", PublisherName="Databricks",
+                     ServiceProviderName="Databricks", HostProviderName="Microsoft")
+        out.append(r)
+    return out
+
+
+def land13(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write(folder / "focus.csv", rows13(), cols=[*COLS, "ServiceProviderName", "HostProviderName"])
+    run(folder, tmp_path / "db.duckdb")
+    return connect(tmp_path / "db.duckdb", read_only=True)
+
+
+def test_a_landed_13_file_keeps_its_service_and_host_providers(tmp_path):
+    con = land13(tmp_path)
+    assert con.execute("select distinct service_provider_name, host_provider_name from "
+                       "marts.focus_charges where service_name = 'Azure Databricks'").fetchall() == [
+        ("Databricks", "Microsoft")]
+    out = tmp_path / "out"
+    focus.export_month(con, "2025-04", out, focus_version="1.3")
+    con.close()
+    rows = read(out / "focus_2025-04.csv")
+    names = {(r["ServiceName"], r["ServiceProviderName"], r["HostProviderName"]) for r in rows}
+    assert ("Azure Databricks", "Databricks", "Microsoft") in names
+    assert ("Amazon EC2", "AWS", "AWS") in names
+
+
 def test_a_13_export_lands_again_as_the_same_marts(tmp_path):
-    """Round trip through the FOCUS import (recon/ingest/focus.py, stg_focus__charges): the 1.3
-    file lands as the marts it was exported from, and so does a 1.3 file that names its provider
-    only as ServiceProviderName (ProviderName/PublisherName are deprecated in 1.3)."""
-    _, con = land(tmp_path, ROWS)
+    """Round trip through the FOCUS import (recon/ingest/focus.py, stg_focus__charges): a 1.3
+    file landed, exported as 1.3 and landed again gives the same marts, and so does the export
+    without ProviderName/PublisherName (deprecated in 1.3), the provider then read from
+    ServiceProviderName."""
+    con = land13(tmp_path)
     first = _marts(con)
     out = tmp_path / "out"
     focus.export_month(con, "2025-04", out, focus_version="1.3")
@@ -288,7 +327,8 @@ def test_a_13_export_lands_again_as_the_same_marts(tmp_path):
         if name == "only13":
             assert con2.execute("select distinct provider_name, publisher_name from "
                                 "marts.focus_charges order by 1").fetchall() == [
-                ("AWS", "AWS"), ("Microsoft", "Microsoft"), ("OCI", "OCI")]
+                ("AWS", "AWS"), ("Databricks", "Databricks"), ("Microsoft", "Microsoft"),
+                ("OCI", "OCI")]
         con2.close()
         assert first.keys() == second.keys()
         for table in first:

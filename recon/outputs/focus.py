@@ -209,6 +209,8 @@ FOCUS_CHARGE_COLUMNS = (
     ("ConsumedUnit", "consumed_unit"), ("ServiceName", "service_name"),
     ("ServiceCategory", "service_category"), ("ServiceSubcategory", "service_subcategory"),
     ("ProviderName", "provider_name"), ("PublisherName", "publisher_name"),
+    # FOCUS 1.3's (recon/outputs/focus13.py writes them; not FOCUS 1.2 columns)
+    ("ServiceProviderName", "service_provider_name"), ("HostProviderName", "host_provider_name"),
     ("InvoiceIssuerName", "invoice_issuer_name"), ("InvoiceId", "invoice_id"),
     ("ResourceId", "focus_resource_id"), ("ResourceName", "resource_name"),
     ("ResourceType", "resource_type"), ("SkuId", "sku_id"), ("SkuPriceId", "sku_price_id"),

@@ -7,14 +7,16 @@ texts below are FOCUS_Spec's `specification/datasets/cost_and_usage/columns/<col
 
 What 1.3 changes for this file:
 
-* ServiceProviderName and HostProviderName "MUST be present" and "MUST NOT be null"
-  (serviceprovidername.md, hostprovidername.md). ProviderName and PublisherName are deprecated
-  but keep their 1.2 requirements ("MUST be present", "MUST NOT be null"; providername.md,
-  publishername.md), so they stay. Runpod's rows name Runpod for both: "HostProviderName MAY
-  equal ServiceProviderName when the service provider does not provide visibility into the
-  underlying hosting provider" (Runpod's bill names no host). A landed FOCUS charge keeps its
-  own provider: ServiceProviderName is its ProviderName, HostProviderName the same by that rule
-  (marts.focus_charges keeps no host of its own).
+* ServiceProviderName "MUST be present" and "MUST NOT be null" (serviceprovidername.md);
+  HostProviderName "MUST be present", may be null only where no infrastructure or no single host
+  is involved (a tax), "MUST reflect the name of the host provider when the service provider
+  exposes the underlying hosting provider" and "MUST equal ServiceProviderName in all other
+  cases" (hostprovidername.md). ProviderName and PublisherName are deprecated but keep their
+  requirements ("MUST be present", "MUST NOT be null"; providername.md, publishername.md), so
+  they stay. Runpod's rows name Runpod in all four: its bill names no host. A landed FOCUS
+  charge keeps its own: the ServiceProviderName and HostProviderName a 1.3 file named
+  (marts.focus_charges keeps them); from a 1.2 file, ServiceProviderName is its ProviderName and
+  HostProviderName the same (a 1.2 file exposes no host).
 * Split cost allocation (attributes/data_generator_calculated_split_cost_allocation_handling.md,
   allocatedmethodid.md, allocatedmethoddetails.md,
   allocatedresourceid.md, allocatedresourcename.md, allocatedtags.md). Runpod's rows are a split:
@@ -134,8 +136,9 @@ def focus13_rows(rows12: list[dict]) -> list[dict]:
         ratio.update(zip(idx, ratios([rows12[i] for i in idx]), strict=True))
     out = []
     for i, r in enumerate(rows12):
-        provider = r.get("ProviderName")
-        row = {**r, "ServiceProviderName": provider, "HostProviderName": provider,
+        service = r.get("ServiceProviderName") or r.get("ProviderName")
+        row = {**r, "ServiceProviderName": service,
+               "HostProviderName": r.get("HostProviderName") or service,
                **dict.fromkeys(("AllocatedMethodId", "AllocatedMethodDetails",
                                 "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags",
                                 "ContractApplied")),

@@ -78,6 +78,10 @@ final as (
         -- them names its provider there
         coalesce(doc ->> '$.ProviderName', doc ->> '$.ServiceProviderName') as provider_name,
         coalesce(doc ->> '$.PublisherName', doc ->> '$.ServiceProviderName') as publisher_name,
+        -- FOCUS 1.3's own names, NULL in a 1.2 file: the FOCUS 1.3 export writes them back
+        -- (a marketplace seller and the cloud hosting it are two entities there)
+        doc ->> '$.ServiceProviderName' as service_provider_name,
+        doc ->> '$.HostProviderName' as host_provider_name,
         doc ->> '$.InvoiceIssuerName' as invoice_issuer_name,
         doc ->> '$.InvoiceId' as invoice_id,
         doc ->> '$.BillingAccountId' as billing_account_id,
