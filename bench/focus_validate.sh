@@ -8,6 +8,9 @@
 # needs Python >= 3.12 (pyenv 3.12.1 here), pins numpy<2 but pulls pyarrow that needs numpy 2
 # (so numpy>=2 is installed after it), reads rules/currency_codes.csv relative to the working
 # directory, and exits 0 even when rules fail: this script counts FAIL lines and exits 1 if any.
+# It holds only the FOCUS 1.2 rules (rules/model-1.2.0.1.json) and downloads others from GitHub
+# releases, so a `--focus-version 1.3` file is checked here against 1.2's rules for the columns
+# the two versions share; tests/test_focus13.py checks the 1.3 columns.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 work="${FOCUS_WORK:-${TMPDIR:-/tmp}/recon-focus-validate}"
