@@ -343,3 +343,20 @@ def test_a_13_export_lands_again_as_the_same_marts(tmp_path):
         assert first.keys() == second.keys()
         for table in first:
             assert first[table] == second[table], (name, table)
+
+
+def test_a_warehouse_built_before_the_13_provider_columns_still_exports(tmp_path):
+    """marts.focus_charges of an older build has no service_provider_name/host_provider_name:
+    the export reads them as NULL (a 1.2 file's), in either version, rather than failing."""
+    _, con = land(tmp_path, ROWS)
+    con.close()
+    con = duckdb.connect(str(tmp_path / "db.duckdb"))
+    con.execute("alter table marts.focus_charges drop column service_provider_name")
+    con.execute("alter table marts.focus_charges drop column host_provider_name")
+    focus.export_month(con, "2025-04", tmp_path / "o12")
+    focus.export_month(con, "2025-04", tmp_path / "o13", focus_version="1.3")
+    con.close()
+    assert len(read(tmp_path / "o12" / "focus_2025-04.csv")) == 135
+    rows = read(tmp_path / "o13" / "focus_2025-04.csv")
+    assert {(r["ProviderName"], r["ServiceProviderName"], r["HostProviderName"]) for r in rows} == {
+        ("AWS", "AWS", "AWS"), ("OCI", "OCI", "OCI"), ("Microsoft", "Microsoft", "Microsoft")}

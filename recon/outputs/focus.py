@@ -224,7 +224,12 @@ FOCUS_CHARGE_COLUMNS = (
 def focus_charge_rows(con, start: date, nxt: date, rd: dict, codes: dict) -> list[dict]:
     """The month's landed FOCUS charges (marts.focus_charges) as they were named, one row per
     charge and day; instance compute carries its resource-day's x_ columns."""
-    cols = ", ".join(c for _, c in FOCUS_CHARGE_COLUMNS)
+    # a warehouse built before the mart kept FOCUS 1.3's provider names has none: NULL, as a
+    # 1.2 file's rows have
+    have = {r[0] for r in con.execute(
+        "select column_name from information_schema.columns "
+        "where table_schema = 'marts' and table_name = 'focus_charges'").fetchall()}
+    cols = ", ".join(c if c in have else f"null as {c}" for _, c in FOCUS_CHARGE_COLUMNS)
     cur = con.execute(f"select resource_id, day, reconciled, {cols} from marts.focus_charges "
                       "where day >= ? and day < ? order by all", [start, nxt])
     rows = []
