@@ -210,7 +210,11 @@ def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
         "ResourceId", "ResourceName", "ResourceType", "Tags",
         # FOCUS columns only a landed FOCUS row fills (its SKU, account, commitment, prices)
         "SkuId", "SkuPriceId", "SubAccountId", "RegionId", "CommitmentDiscountId",
-        "CommitmentDiscountStatus", "ContractedUnitPrice", "ListUnitPrice") for c in header)
+        "CommitmentDiscountStatus", "ContractedUnitPrice", "ListUnitPrice",
+        # a savings plan's commitment columns (focus_commitments.py); SKU meter and price details
+        "CommitmentDiscountCategory", "CommitmentDiscountName", "CommitmentDiscountType",
+        "CommitmentDiscountQuantity", "CommitmentDiscountUnit", "SkuMeter", "SkuPriceDetails")
+        for c in header)
     for r in rows:
         assert (r["ProviderName"], r["PublisherName"], r["InvoiceIssuerName"]) == ("Runpod",) * 3
         assert (r["BillingCurrency"], r["ChargeCategory"]) == ("USD", "Usage")
