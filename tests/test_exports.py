@@ -448,6 +448,11 @@ def test_costs_carry_resource_currency_and_cost_center(sim_run, tmp_path):
     mart = dict(con.execute("select resource_id, sum(billed_amount) from marts.resource_day "
                             "where day = date '2026-06-01' group by all").fetchall())
     assert by_res == {k: v for k, v in mart.items() if v != 0 or k in by_res}
+    # the FOCUS export carries the same cost center as x_CostCenter, by the row's team tag
+    frows = focus.focus_rows(con, date(2026, 6, 1))
+    got = {(json.loads(r["Tags"])["team"] if r["Tags"] else None, r["x_CostCenter"]) for r in frows}
+    assert ("nlp", "CC-4100") in got and ("search", "=CC") in got and ("vision", None) in got
+    assert {c for t, c in got if t is None} == {None}
     # a warehouse built without the setting maps nothing: empty cells, not an error
     con.execute("delete from config.settings where name = 'cost_centers'")
     assert exports.cost_centers(con) == {}

@@ -24,6 +24,7 @@ from pathlib import Path
 from . import focus_commitments
 from .exports import (
     allocate,
+    cost_centers,
     export_day,
     parse_month,
     safe_target,
@@ -66,6 +67,8 @@ FOCUS_SPEC = (
     # FOCUS 1.2 asks for both where a provider has unit prices; null while SkuId is (Runpod's bill
     # names no SKU ids, and a landed FOCUS file's are not kept)
     ("SkuMeter", "str"), ("SkuPriceDetails", "str"),
+    # the team's cost center (`[mapping] cost_centers`, as in the costs file); empty without one
+    ("x_CostCenter", "str"),
 )
 #: Stable column order of the FOCUS files.
 FOCUS_COLUMNS = tuple(c for c, _ in FOCUS_SPEC)
@@ -146,6 +149,7 @@ def focus_rows(con, month: date, account_id: str = "runpod",
         "select distinct resource_id from marts.focus_charges where day >= ? and day < ? "
         "and reconciled", [start, nxt]).fetchall()}
     invoices = invoices_of(con, start, nxt)
+    centers = cost_centers(con)
     acc: dict[tuple, list] = {}
     for s in shares:
         if s.resource_id in from_focus:
@@ -200,6 +204,7 @@ def focus_rows(con, month: date, account_id: str = "runpod",
             "x_Workload": None if team.startswith("__") else wl,
             "x_OwnerKind": okind or None, "x_OwnerName": oname or None,
             "x_WasteCause": cause or None,
+            "x_CostCenter": centers.get(team),
         })
     base = {"BillingAccountId": account_id, "BillingAccountName": account_name,
             "BillingCurrency": "USD", "BillingPeriodStart": _midnight(start),
