@@ -351,7 +351,10 @@ def other_cost_rows(con, day: date, centers: dict[str, str] | None = None) -> li
     rows = con.execute(
         "select coalesce(service_name, charge_category), resource_id, billing_currency, "
         "sum(billed_cost) from marts.focus_charges "
-        "where day = ? and not reconciled group by all order by all", [day]).fetchall()
+        # a usage-only row with no BilledCost is on no bill: no amount to carry (its priced_cost
+        # is the rate card's, marts.focus_charges)
+        "where day = ? and not reconciled and billed_cost is not null group by all order by all",
+        [day]).fetchall()
     return [dict(zip(COSTS_COLUMNS, (day, UNALLOCATED, UNALLOCATED, what, "other_charge",
                                      Decimal(0), _q(amount, MONEY_SCALE), None, None, rid,
                                      currency or BILL_CURRENCY, centers.get(UNALLOCATED),
