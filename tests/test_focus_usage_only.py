@@ -192,6 +192,12 @@ def test_the_export_keeps_the_files_nulls(tmp_path):
         ("2025-04-02T10:00:00Z", "dfs", "", "2000.000000000000"),
         ("2025-04-02T10:00:00Z", SKU, "", "1.000000000000"),
         ("2025-04-02T11:00:00Z", SKU, "0.000000000000", "1.000000000000")]
+    # the costs file: the node's rows hold the rate card's 80.00 (2 h × 40.00), marked priced;
+    # the storage row, billed nothing, is no other_charge row (nothing was billed for it)
+    with open(out / "costs_2025-04-02.csv", newline="", encoding="utf-8") as f:
+        costs = list(csv.DictReader(f))
+    assert {(r["resource_id"], r["amount_priced"]) for r in costs} == {(NODE, "true")}
+    assert sum(Decimal(r["billed_amount"]) for r in costs) == Decimal("80.00")
     again = tmp_path / "again"
     again.mkdir()
     (again / "focus.csv").write_bytes((out / "focus_2025-04.csv").read_bytes())
