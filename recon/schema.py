@@ -240,7 +240,7 @@ MARTS: dict[str, dict] = {
             "charged_rate_source": "inventory, rate_card_pod, rate_card_gpu, bill_contracted_unit_price or bill_amount_per_hour; rate_card_pod or rate_card_sku for a usage-only FOCUS line the rate card priced",
             "contracted_rate_per_hour": "Savings plan in force, else the effective rate card (USD/h): expected amounts use it",
             "savings_plan_id": "The configured plan that applies, if any",
-            "learned_rate_per_hour": "The bill's own amount ÷ billed hours where the bill gives seconds (v1, FOCUS); NULL for v2 (seconds are derived)",
+            "learned_rate_per_hour": "The bill's own amount ÷ billed hours where the bill gives seconds (v1, FOCUS); NULL for v2 (seconds are derived) and for usage-only FOCUS lines (nothing billed: the rate card priced them)",
             "compute_seconds": "Billed compute seconds that day",
             "compute_amount": "Billed compute amount that day (USD)",
         },

@@ -82,8 +82,10 @@ ROWS = [
     row("2025-04-02T10:00:00Z", "2025-04-02T11:00:00Z", qty="2000", unit="GiB-Hours",
         resource="", sku="dfs", service_category="Storage", service="Storage",
         family="Storage"),
-    # malformed: no cost and no quantity says nothing (line 5: the header is line 1)
+    # malformed: no cost and no quantity says nothing (line 5: the header is line 1), and a
+    # quantity that is no number (line 6)
     row("2025-04-02T12:00:00Z", "2025-04-02T13:00:00Z", qty=""),
+    row("2025-04-02T12:00:00Z", "2025-04-02T13:00:00Z", qty="1 hr"),
 ]
 
 
@@ -107,14 +109,15 @@ RATES = '[rates]\nsku_per_unit = {"gd-8xh100ib-i128" = 40.00, "dfs" = 0.0001}\n'
 
 def test_usage_only_rows_land_reconcile_and_are_priced_by_the_rate_card(tmp_path):
     res, con = land(tmp_path, ROWS, RATES)
-    # the row with neither a cost nor a quantity is quarantined, naming its line and what is
-    # accepted; the other three land
+    # the row with neither a cost nor a quantity and the one whose quantity is no number are
+    # quarantined, naming the file, the line and what is accepted; the other three land
     assert con.execute("select source_file like '%coreweave_focus.csv', locator, reason "
-                       "from raw.quarantine").fetchall() == [
+                       "from raw.quarantine order by locator").fetchall() == [
         (True, "line 5", "no BilledCost and no usage quantity: a FOCUS row needs a BilledCost, "
                          "or (a usage-only export that bills no cost) a ConsumedQuantity or "
-                         "PricingQuantity")]
-    assert res.quarantined == 1
+                         "PricingQuantity"),
+        (True, "line 6", "ConsumedQuantity is not a number: '1 hr'")]
+    assert res.quarantined == 2
     # the file's costs stay as written: NULL for the empty row, 0 for the zero row; the rate
     # card's price is apart: 1 Instance-Hour × 40.00 = 40.00 each, 2,000 GiB-Hours × 0.0001 = 0.20
     assert con.execute(
@@ -131,6 +134,11 @@ def test_usage_only_rows_land_reconcile_and_are_priced_by_the_rate_card(tmp_path
                        "billed_amount, amount_priced, rate_missing from marts.resource_day"
                        ).fetchall() == [
         (NODE, Decimal("7200.000"), Decimal("3600.000"), Decimal("80.00"), True, False)]
+    # the rate behind the seconds and the amount is the card's, and nothing is learned from a
+    # bill that billed nothing
+    assert con.execute("select charged_rate_per_hour, charged_rate_source, contracted_rate_per_hour, "
+                       "learned_rate_per_hour from marts.rates").fetchall() == [
+        (Decimal("40.00"), "rate_card_sku", Decimal("40.00"), None)]
     assert con.execute("select resource_id, node_name from marts.workload_lifecycle").fetchall() == [
         (NODE, NODE)]
     # of the hour after the task, the bare pod (no ScaledObject or ScaledJob owns it) is allowed
@@ -205,3 +213,29 @@ def test_the_export_keeps_the_files_nulls(tmp_path):
     run(again, tmp_path / "again.duckdb")
     con2 = connect(tmp_path / "again.duckdb", read_only=True)
     assert con2.execute("select * from marts.focus_charges order by all").fetchall() == first
+
+
+def test_a_file_that_leaves_the_cost_columns_out_is_read_as_focus(tmp_path):
+    """Should an export leave the cost columns out rather than empty (FOCUS requires them; the
+    header was not found), its header still reads as FOCUS (ChargePeriodStart/End,
+    ChargeCategory, PricingQuantity) and its rows as usage-only: in CSV and in Parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols = [c for c in COLS if c not in ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost")]
+    rows = [{c: r[c] for c in cols} for r in ROWS[:2]]
+    folder = tmp_path / "in"
+    folder.mkdir()
+    with open(folder / "a.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows[:1])
+    pq.write_table(pa.Table.from_pylist(rows[1:]), folder / "b.parquet")
+    res = run(folder, tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    assert res.quarantined == 0
+    # 1 Instance-Hour each, no cost written: both usage-only, unpriced (no rate card)
+    assert con.execute("select charge_period_start::varchar, usage_only, billed_cost, "
+                       "consumed_quantity from marts.focus_charges order by 1").fetchall() == [
+        ("2025-04-02 10:00:00+00", True, None, Decimal("1")),
+        ("2025-04-02 11:00:00+00", True, None, Decimal("1"))]
