@@ -413,7 +413,7 @@ def test_largest_remainder_fixes_what_naive_rounding_misses_by_hand():
         ("USD", D("0.17")), ("EUR", D("0.17")), ("USD", D("0.17")), ("EUR", D("0.16")),
         ("USD", D("0.16"))]
     line = exports.csv_bytes(spec, rows).decode().splitlines()[1]
-    assert line.startswith('2026-06-01,"t",,,,,0.165000000000,') and line.endswith(',0.17')
+    assert line.startswith('2026-06-01,"t",,,,,0.165000000000,') and line.endswith(',0.17,')
 
 
 def test_costs_carry_resource_currency_and_cost_center(sim_run, tmp_path):
@@ -421,7 +421,8 @@ def test_costs_carry_resource_currency_and_cost_center(sim_run, tmp_path):
     assert exports.COSTS_COLUMNS[:9] == ("day", "team", "namespace", "workload", "category",
                                          "seconds", "billed_amount", "expected_amount", "cause")
     assert exports.COSTS_COLUMNS[9:] == ("resource_id", "currency", "cost_center", "compute_seconds",
-                                         "storage_seconds", "billed_amount_cents")
+                                         "storage_seconds", "billed_amount_cents",
+                                         "amount_priced")
     db = tmp_path / "copy.duckdb"
     shutil.copy(sim_run["db"], db)
     con = duckdb.connect(str(db))
