@@ -124,3 +124,41 @@ def test_apportion_splits_exactly_by_weight():
         Decimal("0.333333333333"), Decimal("0.333333333334"), Decimal("0.333333333333")]
     assert apportion(Decimal("0.60"), [Decimal(3000), Decimal(600)]) == [Decimal("0.5"), Decimal("0.1")]
     assert apportion(Decimal("5"), []) == []
+
+
+def test_a_landed_commitment_row_keeps_its_commitment_columns(tmp_path):
+    """An AWS Savings Plan row as AWS's FOCUS 1.2 export writes it (the commitment columns of
+    FOCUS 1.2 columns/commitmentdiscount*.md) lands and is exported with every commitment column,
+    its CommitmentDiscountQuantity split by time like its other quantities: the validator's
+    CommitmentDiscountCategory-C-004-C ("MUST NOT be null when CommitmentDiscountId is not null")
+    would fail on an export that kept the id and dropped the category."""
+    from test_focus import COLS_12, k8s, row, write_csv
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    k8s(folder)
+    sp = "arn:aws:savingsplans::123456789012:savingsplan/sp-1"
+    extra = {"CommitmentDiscountId": sp, "CommitmentDiscountStatus": "Used",
+             "CommitmentDiscountCategory": "Spend", "CommitmentDiscountName": "sp-1",
+             "CommitmentDiscountType": "Compute Savings Plan", "CommitmentDiscountQuantity": "4",
+             "CommitmentDiscountUnit": "USD", "SkuMeter": "", "SkuPriceDetails": ""}
+    r = {**row(10, 60), **extra}
+    # 22:00 → 02:00 the next day: a 4-hour row, half of it on each UTC day
+    r["ChargePeriodStart"], r["ChargePeriodEnd"] = "2026-06-01T22:00:00Z", "2026-06-02T02:00:00Z"
+    r["ServiceCategory"] = "Storage"  # carried through, not reconciled: no lifecycle needed
+    write_csv(folder / "focus.csv", [r], cols=COLS_12 + [c for c in extra if c not in COLS_12])
+    from recon.pipeline import run
+
+    run(folder, tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    try:
+        rows = focus.focus_rows(con, date(2026, 6, 1))
+    finally:
+        con.close()
+    mine = [x for x in rows if x["CommitmentDiscountId"] == sp]
+    assert [(x["ChargePeriodStart"].day, x["CommitmentDiscountQuantity"]) for x in mine] == [
+        (1, Decimal("2")), (2, Decimal("2"))]
+    for x in mine:
+        assert (x["CommitmentDiscountStatus"], x["CommitmentDiscountCategory"], x["CommitmentDiscountName"],
+                x["CommitmentDiscountType"], x["CommitmentDiscountUnit"]) == (
+            "Used", "Spend", "sp-1", "Compute Savings Plan", "USD")

@@ -235,6 +235,12 @@ FOCUS_CHARGE_COLUMNS = (
     ("CommitmentDiscountId", "commitment_discount_id"),
     ("CommitmentDiscountStatus", "commitment_discount_status"),
     ("ContractedUnitPrice", "contracted_unit_price"), ("ListUnitPrice", "list_unit_price"),
+    ("CommitmentDiscountCategory", "commitment_discount_category"),
+    ("CommitmentDiscountName", "commitment_discount_name"),
+    ("CommitmentDiscountType", "commitment_discount_type"),
+    ("CommitmentDiscountQuantity", "commitment_discount_quantity"),
+    ("CommitmentDiscountUnit", "commitment_discount_unit"), ("SkuMeter", "sku_meter"),
+    ("SkuPriceDetails", "sku_price_details"),
 )
 
 

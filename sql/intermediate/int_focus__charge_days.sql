@@ -32,7 +32,7 @@ pieces as (
 final as (
     select
         * exclude (billed_cost, effective_cost, list_cost, contracted_cost, consumed_quantity,
-                   pricing_quantity, whole_us),
+                   pricing_quantity, commitment_discount_quantity, whole_us),
         -- [a, b): the piece's place in its charge's period, in microseconds from its start
         time_share(billed_cost, epoch_us(piece_start) - epoch_us(charge_start),
                    epoch_us(piece_end) - epoch_us(charge_start), whole_us) as billed_cost,
@@ -45,7 +45,9 @@ final as (
         time_share(consumed_quantity, epoch_us(piece_start) - epoch_us(charge_start),
                    epoch_us(piece_end) - epoch_us(charge_start), whole_us) as consumed_quantity,
         time_share(pricing_quantity, epoch_us(piece_start) - epoch_us(charge_start),
-                   epoch_us(piece_end) - epoch_us(charge_start), whole_us) as pricing_quantity
+                   epoch_us(piece_end) - epoch_us(charge_start), whole_us) as pricing_quantity,
+        time_share(commitment_discount_quantity, epoch_us(piece_start) - epoch_us(charge_start),
+                   epoch_us(piece_end) - epoch_us(charge_start), whole_us) as commitment_discount_quantity
     from pieces
 ),
 

@@ -25,7 +25,9 @@ final as (
         charge_category, charge_class, charge_description, charge_frequency,
         service_category, service_subcategory, service_name, sku_id, sku_price_id,
         resource_id_raw as focus_resource_id, resource_name, resource_type, region_id,
-        commitment_discount_id, commitment_discount_status,
+        commitment_discount_id, commitment_discount_status, commitment_discount_category,
+        commitment_discount_name, commitment_discount_type, commitment_discount_unit,
+        sku_meter, sku_price_details,
         pricing_unit, consumed_unit, contracted_unit_price, list_unit_price,
         usage_only, price_source,
         sum(pricing_quantity) as pricing_quantity,
@@ -34,7 +36,8 @@ final as (
         sum(effective_cost) as effective_cost,
         sum(list_cost) as list_cost,
         sum(contracted_cost) as contracted_cost,
-        sum(priced_cost) as priced_cost
+        sum(priced_cost) as priced_cost,
+        sum(commitment_discount_quantity) as commitment_discount_quantity
     from pieces
     where day between cfg('day_from')::date and cfg('day_to')::date
     group by all
