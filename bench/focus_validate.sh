@@ -50,8 +50,18 @@ rules="$("$venv/bin/python" -c 'import focus_validator, os; print(os.path.join(o
 mkdir -p "$work/run/focus_validator/rules"
 cp "$rules/currency_codes.csv" "$work/run/focus_validator/rules/"
 cd "$work/run"
+# The rules a provider's capabilities switch on (model-1.2.0.1.json "ApplicabilityCriteria"; without
+# the flag the validator skips every one of them): what Runpod's bill and this export have. Left
+# out: PUBLIC_PRICE_LIST_SUPPORTED (the validator applies CostAndUsage-D-047/-051/-055, "when the
+# provider supports prices in virtual currency AND publishes unit prices", when either holds, and
+# asks for SkuMeter/SkuPriceDetails, which Runpod's bill has no values for), VIRTUAL_CURRENCY,
+# REGION and AVAILABILITY_ZONE (the bill names neither), CAPACITY_RESERVATION, SUB_ACCOUNT and
+# the multiple-types criteria (Runpod has none of them).
+criteria=ACCOUNT_NAMING_SUPPORTED,COMMITMENT_DISCOUNT_SUPPORTED,NEGOTIATED_PRICING_SUPPORTED
+criteria=$criteria,USAGE_MEASUREMENT_SUPPORTED,UNIT_PRICING_SUPPORTED,TAGGING_SUPPORTED
+criteria=$criteria,BILLING_BASED_ON_PROVISIONED_RESOURCES_SUPPORTED,RESOURCE_TYPE_ASSIGNMENT_SUPPORTED
 "$venv/bin/focus-validator" --data-file "$csv" --validate-version 1.2.0.1 --block-download \
-    > "$work/validator.log" 2>&1 || true
+    --applicability-criteria "$criteria" > "$work/validator.log" 2>&1 || true
 # InvoiceId's nullability (FOCUS 1.2: null when the charge is not associated with an invoice,
 # not null when it is) is the composite InvoiceId-C-003-C, the OR of InvoiceId-C-004-C ("MUST be
 # null ...") and InvoiceId-C-005-C ("MUST NOT be null ..."). Validator 2.2.1 checks both without
@@ -69,10 +79,31 @@ if ! grep -q 'InvoiceId-C-003-C: PASS' "$work/validator.log"; then
     grep 'FAIL' "$work/validator.log" || true
     exit 1
 fi
+# CommitmentDiscountStatus-C-004-C ("MUST NOT be null when CommitmentDiscountId is not null and
+# ChargeCategory is Usage") ships with the condition "CommitmentDiscountId is null", so 2.2.1 flags
+# exactly the rows with no commitment (and its parents -C-002-C and -C-000-C fail with it). It is
+# expected only when its violations are those rows and the rule as written holds; checked here.
+status_ok=$("$venv/bin/python" - "$csv" "$work/validator.log" <<'PY'
+import csv, re, sys
+rows = list(csv.DictReader(open(sys.argv[1], encoding="utf-8")))
+no_commitment = sum(1 for r in rows if not r["CommitmentDiscountId"])
+broken = [r for r in rows if r["CommitmentDiscountId"] and r["ChargeCategory"] == "Usage"
+          and not r["CommitmentDiscountStatus"]]
+m = re.search(r"CommitmentDiscountStatus-C-004-C: FAIL\s+\(violations=(\d+)", open(sys.argv[2]).read())
+print(1 if not broken and (m is None or int(m.group(1)) == no_commitment) else 0)
+PY
+)
+if [ "$status_ok" != 1 ]; then
+    echo "CommitmentDiscountStatus: a commitment row without a status, or violations other than the"
+    echo "rows without a commitment; log: $work/validator.log"
+    exit 1
+fi
+expected="$expected|CommitmentDiscountStatus-C-00[024]-C"
 fails=$(grep -c 'FAIL' "$work/validator.log" || true)
-other=$(grep 'FAIL' "$work/validator.log" | grep -vc "$expected" || true)
+other=$(grep 'FAIL' "$work/validator.log" | grep -Evc "$expected" || true)
 passes=$(grep -c 'PASS' "$work/validator.log" || true)
-echo "focus-validator 2.2.1 on $csv ($invoiced rows with an InvoiceId): $passes PASS lines," \
-     "$fails FAIL lines ($other other than the expected $expected; log: $work/validator.log)"
+echo "focus-validator 2.2.1 on $csv ($invoiced rows with an InvoiceId; applicability: $criteria):" \
+     "$passes PASS lines, $fails FAIL lines ($other other than the expected $expected;" \
+     "log: $work/validator.log)"
 grep 'FAIL' "$work/validator.log" || true
 [ "$other" -eq 0 ]

@@ -120,6 +120,9 @@ class Rates:
     gpu_per_hour: dict[str, NonNegDecimal] = field(default_factory=dict)  # per GPU, by type id
     pod_per_hour: dict[str, NonNegDecimal] = field(default_factory=dict)  # whole pod, by pod id
     serverless_per_second: dict[str, NonNegDecimal] = field(default_factory=dict)  # by endpoint
+    # per PricingUnit of a FOCUS SkuId: prices a usage-only FOCUS row, one whose file bills no
+    # cost (sql/intermediate/int_focus__charge_days.sql), e.g. {"gd-8xh100ib-i128" = 40.00}
+    sku_per_unit: dict[str, NonNegDecimal] = field(default_factory=dict)
     disk_running_per_gb_month: NonNegDecimal | None = None
     volume_stopped_per_gb_month: NonNegDecimal | None = None
     network_volume_per_gb_month: NonNegDecimal | None = None

@@ -210,7 +210,11 @@ def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
         "ResourceId", "ResourceName", "ResourceType", "Tags",
         # FOCUS columns only a landed FOCUS row fills (its SKU, account, commitment, prices)
         "SkuId", "SkuPriceId", "SubAccountId", "RegionId", "CommitmentDiscountId",
-        "CommitmentDiscountStatus", "ContractedUnitPrice", "ListUnitPrice") for c in header)
+        "CommitmentDiscountStatus", "ContractedUnitPrice", "ListUnitPrice",
+        # a savings plan's commitment columns (focus_commitments.py); SKU meter and price details
+        "CommitmentDiscountCategory", "CommitmentDiscountName", "CommitmentDiscountType",
+        "CommitmentDiscountQuantity", "CommitmentDiscountUnit", "SkuMeter", "SkuPriceDetails")
+        for c in header)
     for r in rows:
         assert (r["ProviderName"], r["PublisherName"], r["InvoiceIssuerName"]) == ("Runpod",) * 3
         assert (r["BillingCurrency"], r["ChargeCategory"]) == ("USD", "Usage")
@@ -409,7 +413,7 @@ def test_largest_remainder_fixes_what_naive_rounding_misses_by_hand():
         ("USD", D("0.17")), ("EUR", D("0.17")), ("USD", D("0.17")), ("EUR", D("0.16")),
         ("USD", D("0.16"))]
     line = exports.csv_bytes(spec, rows).decode().splitlines()[1]
-    assert line.startswith('2026-06-01,"t",,,,,0.165000000000,') and line.endswith(',0.17')
+    assert line.startswith('2026-06-01,"t",,,,,0.165000000000,') and line.endswith(',0.17,')
 
 
 def test_costs_carry_resource_currency_and_cost_center(sim_run, tmp_path):
@@ -417,7 +421,8 @@ def test_costs_carry_resource_currency_and_cost_center(sim_run, tmp_path):
     assert exports.COSTS_COLUMNS[:9] == ("day", "team", "namespace", "workload", "category",
                                          "seconds", "billed_amount", "expected_amount", "cause")
     assert exports.COSTS_COLUMNS[9:] == ("resource_id", "currency", "cost_center", "compute_seconds",
-                                         "storage_seconds", "billed_amount_cents")
+                                         "storage_seconds", "billed_amount_cents",
+                                         "amount_priced")
     db = tmp_path / "copy.duckdb"
     shutil.copy(sim_run["db"], db)
     con = duckdb.connect(str(db))
@@ -444,6 +449,11 @@ def test_costs_carry_resource_currency_and_cost_center(sim_run, tmp_path):
     mart = dict(con.execute("select resource_id, sum(billed_amount) from marts.resource_day "
                             "where day = date '2026-06-01' group by all").fetchall())
     assert by_res == {k: v for k, v in mart.items() if v != 0 or k in by_res}
+    # the FOCUS export carries the same cost center as x_CostCenter, by the row's team tag
+    frows = focus.focus_rows(con, date(2026, 6, 1))
+    got = {(json.loads(r["Tags"])["team"] if r["Tags"] else None, r["x_CostCenter"]) for r in frows}
+    assert ("nlp", "CC-4100") in got and ("search", "=CC") in got and ("vision", None) in got
+    assert {c for t, c in got if t is None} == {None}
     # a warehouse built without the setting maps nothing: empty cells, not an error
     con.execute("delete from config.settings where name = 'cost_centers'")
     assert exports.cost_centers(con) == {}

@@ -119,10 +119,26 @@ def test_split_cost_allocation_columns(exports):
     totals: dict[tuple, list] = {}
     ids: dict[tuple, set] = {}
     allocated = unallocated = 0
+    plan_rows = 0
     for a, b in zip(r12, r13, strict=True):
-        # every Runpod row is a piece of one origin charge split by marts.allocation:
-        # allocatedmethodid.md "AllocatedMethodId MUST NOT be null when a charge is related to a
-        # data generator-calculated split cost allocation"; type String
+        # every other column is the 1.2 row's (Tags moves as below)
+        assert {k: v for k, v in b.items() if k in a and k != "Tags"} == {
+            k: v for k, v in a.items() if k != "Tags"}
+        # contractapplied.md: present "when the service provider supports contract
+        # commitments"; no charge here is related to one, so it is null
+        assert b["ContractApplied"] == ""
+        if a["x_ResourceKind"] == "savings_plan":
+            # the demo's savings plan (focus_commitments.py): its Purchase and Unused rows are
+            # the plan's charges, no piece of a resource's bill: "MUST be null when a charge is
+            # not related to a data generator-calculated split cost allocation"
+            plan_rows += 1
+            assert [b[c] for c in ("AllocatedMethodId", "AllocatedMethodDetails",
+                                   "AllocatedResourceId", "AllocatedResourceName",
+                                   "AllocatedTags")] == [""] * 5
+            continue
+        # every row of a resource's bill is a piece of one origin charge split by
+        # marts.allocation: allocatedmethodid.md "AllocatedMethodId MUST NOT be null when a
+        # charge is related to a data generator-calculated split cost allocation"; type String
         assert b["AllocatedMethodId"] == focus13.METHOD_ID == "recon-gpu-seconds-share"
         # allocatedmethoddetails.md: "MUST be of type JSON Object", "MUST conform to
         # AllocatedMethodDetailsObject requirements when AllocatedMethodDetails is not null":
@@ -164,13 +180,7 @@ def test_split_cost_allocation_columns(exports):
             assert json.loads(b["AllocatedTags"]) == json.loads(a["Tags"]) == {
                 "team": json.loads(a["Tags"])["team"]}
             assert b["Tags"] == ""
-        # contractapplied.md: present "when the provider supports contract commitments"; no
-        # charge here is related to one, so it is null
-        assert b["ContractApplied"] == ""
-        # every other column is the 1.2 row's (Tags moves as above)
-        assert {k: v for k, v in b.items() if k in a and k != "Tags"} == {
-            k: v for k, v in a.items() if k != "Tags"}
-    assert allocated and unallocated
+    assert allocated and unallocated and plan_rows
     for key, (ratio_sum, cost, pieces) in totals.items():
         # allocatedmethoddetails.md: "The sum of AllocatedMethodDetailsObject.Elements[*].
         # AllocatedRatio across all allocated charges related to a single origin charge MUST be
@@ -190,7 +200,7 @@ def test_split_cost_allocation_columns(exports):
 #: the summable FOCUS metrics among the 1.2 columns (costs, quantities); non-summable ones (the
 #: unit prices) must match like dimensions
 SUMMABLE = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "PricingQuantity",
-            "ConsumedQuantity")
+            "ConsumedQuantity", "CommitmentDiscountQuantity")
 
 
 def test_the_pieces_of_an_origin_charge_agree_with_it(exports, sim_run):
@@ -203,7 +213,8 @@ def test_the_pieces_of_an_origin_charge_agree_with_it(exports, sim_run):
     resource's billed category on one day (marts.allocation's input)."""
     groups: dict[tuple, list] = {}
     for r in exports["r13"]:
-        groups.setdefault(origin(r), []).append(r)
+        if r["AllocatedMethodId"]:  # not a savings plan's own rows
+            groups.setdefault(origin(r), []).append(r)
     dims = [c for c in focus13.FOCUS13_COLUMNS if not c.startswith(("x_", "Allocated"))
             and c not in SUMMABLE]
     for key, rows in groups.items():
@@ -360,3 +371,42 @@ def test_a_warehouse_built_before_the_13_provider_columns_still_exports(tmp_path
     rows = read(tmp_path / "o13" / "focus_2025-04.csv")
     assert {(r["ProviderName"], r["ServiceProviderName"], r["HostProviderName"]) for r in rows} == {
         ("AWS", "AWS", "AWS"), ("OCI", "OCI", "OCI"), ("Microsoft", "Microsoft", "Microsoft")}
+
+
+def test_a_savings_plans_rows_are_no_split(tmp_path):
+    """A savings plan's Purchase row and its Unused row (recon/outputs/focus_commitments.py) are
+    the plan's own charges, not pieces of a resource's bill: allocatedmethodid.md "MUST be null
+    when a charge is not related to a data generator-calculated split cost allocation". The
+    pod's rows it covered stay pieces of their origin charges, whose dimensions, the commitment
+    status among them, the pieces share (the split cost allocation attribute)."""
+    from engine.build import World, t
+    from test_focus_commitments import PLAN
+
+    w = World(tmp_path / "w")
+    w.node("n1", "pod1", t("10:00"), t("10:02"))
+    w.pod("job-a", "n1", t("10:03"), t("10:05"), t("11:00"))
+    w.compute("pod1", t("10:00"), t("11:00"), Decimal("0.60"))
+    w.config.append(PLAN)
+    w.findings()
+    con = connect(tmp_path / "w" / "db.duckdb", read_only=True)
+    focus.export_month(con, "2026-06", tmp_path / "out", focus_version="1.3")
+    con.close()
+    rows = read(tmp_path / "out" / "focus_2026-06.csv")
+    plan = [r for r in rows if r["x_ResourceKind"] == "savings_plan"]
+    # test_focus_commitments: one Purchase on the plan's first day, one Unused row for the day
+    assert sorted(r["ChargeCategory"] for r in plan) == ["Purchase", "Usage"]
+    for r in plan:
+        assert [r[c] for c in ("AllocatedMethodId", "AllocatedMethodDetails", "AllocatedResourceId",
+                               "AllocatedResourceName", "AllocatedTags")] == [""] * 5
+        assert r["ServiceProviderName"] == r["HostProviderName"] == "Runpod"
+    pods = [r for r in rows if r["x_ResourceKind"] == "instance"]
+    assert pods and all(r["AllocatedMethodId"] == focus13.METHOD_ID for r in pods)
+    used = [r for r in pods if r["CommitmentDiscountStatus"] == "Used"]
+    assert used
+    groups: dict[tuple, list] = {}
+    for r in pods:
+        groups.setdefault(origin(r), []).append(r)
+    for key, pieces in groups.items():
+        assert len({r["CommitmentDiscountStatus"] for r in pieces}) == 1, key
+        assert sum(Decimal(json.loads(r["AllocatedMethodDetails"], parse_float=Decimal)
+                           ["Elements"][0]["AllocatedRatio"]) for r in pieces) == 1

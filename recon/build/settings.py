@@ -26,6 +26,7 @@ def write_config(con, cfg: Config, day_from: date | None, day_to: date | None) -
     rows = [("gpu_per_hour", k, v) for k, v in r.gpu_per_hour.items()]
     rows += [("pod_per_hour", k, v) for k, v in r.pod_per_hour.items()]
     rows += [("serverless_per_second", k, v) for k, v in r.serverless_per_second.items()]
+    rows += [("sku_per_unit", k, v) for k, v in r.sku_per_unit.items()]
     for name in ("disk_running_per_gb_month", "volume_stopped_per_gb_month",
                  "network_volume_per_gb_month"):
         if getattr(r, name) is not None:

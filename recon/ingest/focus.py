@@ -2,7 +2,13 @@
 
 Each row lands whole (every column, as text) in `raw.focus_rows`; a row whose mandatory
 columns are missing, whose cost is not a number or whose charge period is not a FOCUS date/time
-is quarantined with its line and reason. Columns are checked by name, so 1.2 and 1.3 (which adds
+is quarantined with its line and reason.
+
+A usage-only row (BilledCost empty, as CoreWeave's FOCUS export writes every row: "This release
+returns usage quantities only", docs.coreweave.com/billing/focus-export-api) lands when it carries
+a usage quantity, ConsumedQuantity or PricingQuantity: the quantity is what the project prices
+and reconciles (sql/staging/stg_focus__charges.sql `usage_only`). Without a cost and without a
+quantity a row says nothing and is quarantined. Columns are checked by name, so 1.2 and 1.3 (which adds
 ServiceProviderName, HostProviderName, ContractApplied, Allocated*) both load; unknown columns
 ride along in the JSON.
 
@@ -19,10 +25,14 @@ import re
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
-REQUIRED = ("ChargePeriodStart", "ChargePeriodEnd", "BilledCost", "ChargeCategory")
+REQUIRED = ("ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory")
+#: what a row without a BilledCost must carry instead: a usage-only export's quantity
+QUANTITY = ("ConsumedQuantity", "PricingQuantity")
 NUMERIC = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "ConsumedQuantity",
            "PricingQuantity", "ContractedUnitPrice", "ListUnitPrice")
 SIGNATURE = {"ChargePeriodStart", "BilledCost"}
+#: a usage-only export's header, should it leave the cost columns out instead of empty
+USAGE_SIGNATURE = {"ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory", "PricingQuantity"}
 #: The FOCUS Date/Time Format (FOCUS_Spec specification/attributes/datetime_format.md): "values
 #: MUST be in UTC", "extended ISO 8601 format with UTC offset ('YYYY-MM-DDTHH:mm:ssZ')". Read as
 #: such: a date, or a date and time separated by `T` (or the space SQL exports write), seconds
@@ -49,15 +59,22 @@ def parse_focus_datetime(v: str) -> datetime | None:
     return d
 
 
+def is_focus_columns(cols) -> bool:
+    cols = set(cols)
+    return SIGNATURE <= cols or USAGE_SIGNATURE <= cols
+
+
 def looks_like_focus_header(first_line: str) -> bool:
-    cols = {c.strip().strip('"').lstrip("\ufeff") for c in first_line.split(",")}
-    return SIGNATURE <= cols
+    return is_focus_columns(c.strip().strip('"').lstrip("\ufeff") for c in first_line.split(","))
 
 
 def _check(row: dict) -> str | None:
     missing = [c for c in REQUIRED if not row.get(c)]
     if missing:
         return f"missing mandatory FOCUS column value(s) {', '.join(missing)}"
+    if not row.get("BilledCost") and not any(row.get(c) for c in QUANTITY):
+        return ("no BilledCost and no usage quantity: a FOCUS row needs a BilledCost, or (a "
+                "usage-only export that bills no cost) a ConsumedQuantity or PricingQuantity")
     for c in NUMERIC:
         v = row.get(c)
         if v in (None, ""):
@@ -118,7 +135,7 @@ def read_focus_parquet(res, path) -> bool:
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
-    if not SIGNATURE <= set(table.column_names):
+    if not is_focus_columns(table.column_names):
         return False
     res.kind = "focus_parquet"
     for i, row in enumerate(table.to_pylist(), start=1):

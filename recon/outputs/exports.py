@@ -64,6 +64,9 @@ COSTS_SPEC = (
     ("resource_id", "str"), ("currency", "str"), ("cost_center", "str"),
     ("compute_seconds", "seconds"), ("storage_seconds", "seconds"),
     ("billed_amount_cents", "cents"),
+    # appended: true where billed_amount is the rate card's price of a usage-only FOCUS file's
+    # usage (the file bills no cost; marts.resource_day.amount_priced), which no provider billed
+    ("amount_priced", "bool"),
 )
 FINDINGS_SPEC = (
     ("finding_id", "str"), ("code", "str"), ("severity", "str"), ("resource_id", "str"),
@@ -340,7 +343,7 @@ def cost_rows(shares: list[Share], centers: dict[str, str] | None = None) -> lis
         rows.append(dict(zip(COSTS_COLUMNS, (
             day, team, ns, wl, cat, secs, amount, expected, cause or None, rid, BILL_CURRENCY,
             centers.get(team), Decimal(0) if storage else secs, secs if storage else Decimal(0),
-            None))))
+            None, False))))
     return rows
 
 
@@ -353,18 +356,26 @@ def other_cost_rows(con, day: date, centers: dict[str, str] | None = None) -> li
     rows = con.execute(
         "select coalesce(service_name, charge_category), resource_id, billing_currency, "
         "sum(billed_cost) from marts.focus_charges "
-        "where day = ? and not reconciled group by all order by all", [day]).fetchall()
+        # a usage-only row with no BilledCost is on no bill: no amount to carry (its priced_cost
+        # is the rate card's, marts.focus_charges)
+        "where day = ? and not reconciled and billed_cost is not null group by all order by all",
+        [day]).fetchall()
     return [dict(zip(COSTS_COLUMNS, (day, UNALLOCATED, UNALLOCATED, what, "other_charge",
                                      Decimal(0), _q(amount, MONEY_SCALE), None, None, rid,
                                      currency or BILL_CURRENCY, centers.get(UNALLOCATED),
-                                     Decimal(0), Decimal(0), None)))
+                                     Decimal(0), Decimal(0), None, False)))
             for what, rid, currency, amount in rows]
 
 
 def day_cost_rows(con, d: date) -> list[dict]:
     """The rows of costs_<day>.csv, cents included."""
     centers = cost_centers(con)
-    return with_cents(cost_rows(allocate(con, d, d), centers) + other_cost_rows(con, d, centers))
+    rows = with_cents(cost_rows(allocate(con, d, d), centers) + other_cost_rows(con, d, centers))
+    priced = {r[0] for r in con.execute(
+        "select resource_id from marts.resource_day where day = ? and amount_priced", [d]).fetchall()}
+    for r in rows:
+        r["amount_priced"] = r["category"] != "other_charge" and r["resource_id"] in priced
+    return rows
 
 
 def finding_rows(con, day: date) -> list[dict]:

@@ -2,7 +2,7 @@
 
 Runpod's bill: one row per resource × day × charge category × team × owner × waste cause
 (:data:`FOCUS_COLUMNS`) of the month's reconciled bill; the team is the row's FOCUS ``Tags``
-(``{"team": …}``), the owner and cause its ``x_`` columns; ``BilledCost`` ties to
+(``{"team": …}``), the owner and cause its ``x_`` columns; its ``BilledCost`` ties to
 ``marts.resource_day`` the same way the costs file does, since both read the shares of
 ``marts.allocation`` (:func:`recon.outputs.exports.allocate`).
 
@@ -21,8 +21,10 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
+from . import focus_commitments
 from .exports import (
     allocate,
+    cost_centers,
     export_day,
     parse_month,
     safe_target,
@@ -58,6 +60,15 @@ FOCUS_SPEC = (
     ("SkuId", "str"), ("SkuPriceId", "str"), ("SubAccountId", "str"), ("RegionId", "str"),
     ("CommitmentDiscountId", "str"), ("CommitmentDiscountStatus", "str"),
     ("ContractedUnitPrice", "money"), ("ListUnitPrice", "money"),
+    # appended for the same reason: a savings plan's commitment columns (focus_commitments.py)
+    ("CommitmentDiscountCategory", "str"), ("CommitmentDiscountName", "str"),
+    ("CommitmentDiscountType", "str"), ("CommitmentDiscountQuantity", "quantity"),
+    ("CommitmentDiscountUnit", "str"),
+    # FOCUS 1.2 asks for both where a provider has unit prices; null while SkuId is (Runpod's bill
+    # names no SKU ids, and a landed FOCUS file's are not kept)
+    ("SkuMeter", "str"), ("SkuPriceDetails", "str"),
+    # the team's cost center (`[mapping] cost_centers`, as in the costs file); empty without one
+    ("x_CostCenter", "str"),
 )
 #: Stable column order of the FOCUS files.
 FOCUS_COLUMNS = tuple(c for c, _ in FOCUS_SPEC)
@@ -138,6 +149,7 @@ def focus_rows(con, month: date, account_id: str = "runpod",
         "select distinct resource_id from marts.focus_charges where day >= ? and day < ? "
         "and reconciled", [start, nxt]).fetchall()}
     invoices = invoices_of(con, start, nxt)
+    centers = cost_centers(con)
     acc: dict[tuple, list] = {}
     for s in shares:
         if s.resource_id in from_focus:
@@ -160,7 +172,7 @@ def focus_rows(con, month: date, account_id: str = "runpod",
         # a network volume's lingering share is its own row (cause network_volume_unused)
         lingering = secs if cause in ("storage_lingering", "network_volume_unused") else None
         rows.append({
-            **dict.fromkeys(c for c, _ in FOCUS_CHARGE_COLUMNS),  # what only a FOCUS row names
+            **dict.fromkeys(FOCUS_COLUMNS),  # what only a FOCUS row or a savings plan names
             "BillingAccountId": account_id, "BillingAccountName": account_name,
             "BillingCurrency": "USD",
             "BillingPeriodStart": _midnight(start), "BillingPeriodEnd": _midnight(nxt),
@@ -192,8 +204,15 @@ def focus_rows(con, month: date, account_id: str = "runpod",
             "x_Workload": None if team.startswith("__") else wl,
             "x_OwnerKind": okind or None, "x_OwnerName": oname or None,
             "x_WasteCause": cause or None,
+            "x_CostCenter": centers.get(team),
         })
-    return rows + focus_charge_rows(con, start, nxt, rd, codes)
+    base = {"BillingAccountId": account_id, "BillingAccountName": account_name,
+            "BillingCurrency": "USD", "BillingPeriodStart": _midnight(start),
+            "BillingPeriodEnd": _midnight(nxt), "ProviderName": "Runpod",
+            "PublisherName": "Runpod", "InvoiceIssuerName": "Runpod"}
+    plans = focus_commitments.apply(con, rows, start, nxt, {**dict.fromkeys(FOCUS_COLUMNS), **base},
+                                    lambda rid, day, svc: invoice_id(invoices, rid, day, svc))
+    return rows + plans + focus_charge_rows(con, start, nxt, rd, codes)
 
 
 FOCUS_CHARGE_COLUMNS = (
@@ -218,6 +237,12 @@ FOCUS_CHARGE_COLUMNS = (
     ("CommitmentDiscountId", "commitment_discount_id"),
     ("CommitmentDiscountStatus", "commitment_discount_status"),
     ("ContractedUnitPrice", "contracted_unit_price"), ("ListUnitPrice", "list_unit_price"),
+    ("CommitmentDiscountCategory", "commitment_discount_category"),
+    ("CommitmentDiscountName", "commitment_discount_name"),
+    ("CommitmentDiscountType", "commitment_discount_type"),
+    ("CommitmentDiscountQuantity", "commitment_discount_quantity"),
+    ("CommitmentDiscountUnit", "commitment_discount_unit"), ("SkuMeter", "sku_meter"),
+    ("SkuPriceDetails", "sku_price_details"),
 )
 
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from .focus import FOCUS_SPEC
+from .focus import FOCUS_SPEC, SERVICE
 
 VERSION = "1.3"
 #: AllocatedMethodId of Runpod's rows: the rules of marts.allocation (docs/reference.md,
@@ -70,9 +70,11 @@ RATIO_PLACES = Decimal("1e-12")
 
 
 def is_split(r: dict) -> bool:
-    """A row of Runpod's bill as marts.allocation split it: a Usage row with an allocation
-    category. A landed FOCUS charge has none (`other_charge` or none at all)."""
-    return (r.get("ChargeCategory") == "Usage" and r.get("x_ResourceKind") is not None
+    """A row of Runpod's bill as marts.allocation split it: a Usage row of a pod, endpoint or
+    network volume with an allocation category. A landed FOCUS charge has none (`other_charge`
+    or none at all); a savings plan's Purchase and Unused rows (focus_commitments.py) are the
+    plan's, of no resource's bill."""
+    return (r.get("ChargeCategory") == "Usage" and r.get("x_ResourceKind") in SERVICE
             and r.get("x_Category") not in (None, "other_charge"))
 
 

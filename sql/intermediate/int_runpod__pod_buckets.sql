@@ -89,7 +89,8 @@ buckets as (
                  case when source_format = 'focus' and compute_seconds_billed > 0
                       then compute_amount_usd * 3600 / compute_seconds_billed end, v1_bill_rate)
             as compute_rate_per_hour,
-        case when line_rate_per_hour is not null then 'bill_contracted_unit_price'
+        case when price_source is not null then price_source
+             when line_rate_per_hour is not null then 'bill_contracted_unit_price'
              when inventory_rate is not null then 'inventory'
              when pod_rate_per_hour is not null then pod_rate_source
              when card_pod is not null then 'rate_card_pod'
@@ -185,6 +186,8 @@ final as (
             or storage_split = 'bill_v1' and v1_running_disk_usd is null and total_amount_usd > 0
             as storage_rate_missing,
         volume_gb, container_disk_gb, disk_gb_billed, covered_by_commitment,
+        -- a usage-only FOCUS line's amount is the rate card's, not billed (instance_lines)
+        price_source is not null as amount_priced, amount_unpriced,
         source_file, record_no
     from running
 )

@@ -225,6 +225,24 @@ rate_missing as (
            || ' in [rates.serverless_per_second]; its billed worker seconds cannot be derived.'
     from intermediate.int_serverless__endpoint_days
     where rate_per_second is null and worker_usd > 0
+    union all
+    -- usage-only instance compute (the file bills no cost: stg_focus__charges usage_only) that
+    -- no rate-card entry prices (int_focus__charge_days priced_cost NULL): its seconds reconcile,
+    -- its money is unknown (0 in marts.resource_day, flagged rate_missing)
+    select 'RATE_MISSING', 'error', resource_key, day, min(piece_start), max(piece_end),
+           cast(round(sum(coalesce(consumed_quantity * consumed_unit_seconds,
+                                   pricing_quantity * pricing_unit_seconds)) * 1000) as bigint),
+           null::decimal(38, 12),
+           'FOCUS file ' || regexp_extract(min(source_file), '[^/\\]+$') || ' bills no cost for '
+           || round(sum(coalesce(consumed_quantity * consumed_unit_seconds,
+                                 pricing_quantity * pricing_unit_seconds)), 3)
+           || ' s of usage-only compute of resource ' || resource_key || ' on ' || day
+           || ' (SKU ' || coalesce(string_agg(distinct sku_id, ', '), 'none') || ', BilledCost empty or 0)'
+           || ', and the rate card has no pod_per_hour entry for ' || resource_key
+           || ' and no sku_per_unit entry for its SKU: the amount is unknown, counted as $0.'
+    from intermediate.int_focus__charge_days
+    where is_instance_compute and usage_only and priced_cost is null
+    group by resource_key, day
 ),
 
 -- an invoice's amount the reconciled bill and what landed after its issue do not explain

@@ -4,8 +4,11 @@
 -- name the same charge added up. `reconciled` rows are instance compute: their money is also in
 -- marts.resource_day and its segments. The others (storage, networking, databases, SaaS,
 -- purchases, credits, taxes) are carried through here only: in the bill's total, the costs file
--- and the FOCUS export, without a lifecycle to hold them to. Nothing from the file's position is
--- a column, so a file exported from this mart lands again as the same rows.
+-- and the FOCUS export, without a lifecycle to hold them to. A usage-only row (`usage_only`: the
+-- file bills nothing for it, BilledCost empty or all its costs 0) keeps the file's NULL (or 0)
+-- BilledCost; `priced_cost` is the rate card's price of it (int_focus__charge_days), by
+-- `price_source`, never added to billed_cost. Nothing from the file's position is a column, so
+-- a file exported from this mart lands again as the same rows.
 with pieces as (
     select * from intermediate.int_focus__charge_days
 ),
@@ -23,14 +26,19 @@ final as (
         charge_category, charge_class, charge_description, charge_frequency,
         service_category, service_subcategory, service_name, sku_id, sku_price_id,
         resource_id_raw as focus_resource_id, resource_name, resource_type, region_id,
-        commitment_discount_id, commitment_discount_status,
+        commitment_discount_id, commitment_discount_status, commitment_discount_category,
+        commitment_discount_name, commitment_discount_type, commitment_discount_unit,
+        sku_meter, sku_price_details,
         pricing_unit, consumed_unit, contracted_unit_price, list_unit_price,
+        usage_only, price_source,
         sum(pricing_quantity) as pricing_quantity,
         sum(consumed_quantity) as consumed_quantity,
         sum(billed_cost) as billed_cost,
         sum(effective_cost) as effective_cost,
         sum(list_cost) as list_cost,
-        sum(contracted_cost) as contracted_cost
+        sum(contracted_cost) as contracted_cost,
+        sum(priced_cost) as priced_cost,
+        sum(commitment_discount_quantity) as commitment_discount_quantity
     from pieces
     where day between cfg('day_from')::date and cfg('day_to')::date
     group by all

@@ -1,7 +1,8 @@
 -- grain: one row per billed instance and UTC day: the rates behind its seconds and amounts.
 -- charged = what turned amounts into seconds (inventory cost, else the rate card); contracted =
 -- savings plan in force, else the rate card (expected amounts); learned = the bill's own
--- amount ÷ billed hours, where the bill gives seconds (v1, FOCUS) — per SKU (GPU type) and day.
+-- amount ÷ billed hours, where the bill gives seconds (v1, FOCUS) — per SKU (GPU type) and day;
+-- none for a usage-only FOCUS line, whose amount is the rate card's (int_billing__instance_lines).
 with pod_buckets as (
     select * from intermediate.int_runpod__pod_buckets
 ),
@@ -27,7 +28,7 @@ final as (
         min(rate_source) as charged_rate_source,
         cast(max(contracted_rate_per_hour) as decimal(38, 12)) as contracted_rate_per_hour,
         min(plan_id) as savings_plan_id,
-        case when bool_and(not compute_derived)
+        case when bool_and(not compute_derived and not amount_priced and not amount_unpriced)
              then cast(sum(compute_usd) * 3600000 / sum(compute_ms) as decimal(38, 12)) end
             as learned_rate_per_hour,
         sum(compute_ms) * 0.001::decimal(18, 3) as compute_seconds,

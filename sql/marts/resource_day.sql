@@ -33,7 +33,9 @@ instance_bill as (
            sum(storage_lingering_ms) as lingering_ms,
            -- lingering storage of an hour compute stopped or started in is derived too
            bool_or(compute_derived or storage_lingering_derived) as seconds_derived,
-           bool_or(compute_ms is null and compute_usd > 0) as rate_missing,
+           -- a usage-only FOCUS line no rate prices: its amount is unknown (int_billing__instance_lines)
+           bool_or(compute_ms is null and compute_usd > 0 or amount_unpriced) as rate_missing,
+           bool_or(amount_priced) as amount_priced,
            max(compute_rate_per_hour) as rate_per_hour
     from intermediate.int_runpod__pod_buckets
     group by all
@@ -108,7 +110,8 @@ instance as (
         case when b.resource_id is null then e.estimated_usd
              else coalesce(g.expected_compute, 0) + coalesce(k.disk_usd, 0) end as expected_amount,
         coalesce(b.seconds_derived, false) as seconds_derived,
-        coalesce(b.rate_missing, false) as rate_missing
+        coalesce(b.rate_missing, false) as rate_missing,
+        coalesce(b.amount_priced, false) as amount_priced
     from instance_days d
     left join instance_bill b using (resource_id, day)
     left join segments g using (resource_id, day)
@@ -122,14 +125,14 @@ serverless as (
     select endpoint_id as resource_id, 'serverless' as resource_kind, day,
            coalesce(billed_ms, 0), last_request_done_at, null::timestamptz, null::bigint,
            0, idle_ms, coalesce(total_usd, 0),
-           cast(rate_per_second * billed_ms / 1000 as decimal(38, 12)), true, rate_per_second is null
+           cast(rate_per_second * billed_ms / 1000 as decimal(38, 12)), true, rate_per_second is null, false
     from endpoint_days
 ),
 
 network_volume as (
     select volume_id, 'network_volume', cast(date_trunc('day', bucket_start) as date) as day,
            sum(bucket_ms), null::timestamptz, null::timestamptz, null::bigint,
-           sum(lingering_ms), 0, sum(total_amount_usd), sum(total_amount_usd), false, false
+           sum(lingering_ms), 0, sum(total_amount_usd), sum(total_amount_usd), false, false, false
     from network_volume_buckets
     group by all
 ),
@@ -151,6 +154,7 @@ final as (
         cast(expected_amount as decimal(38, 12)) as expected_amount,
         seconds_derived,
         rate_missing,
+        amount_priced,
         (select case when bool_or(b.state = 'restated') then 'restated'
                      when bool_or(b.state = 'provisional') then 'provisional' else 'settled' end
            from bucket_states b

@@ -12,7 +12,17 @@
 -- compound unit joins base units with "-" ("GB-Hours", "vCPU-Hours", "Lambda-GB-Seconds"), a ratio
 -- unit with "/" ("Units/Hour", "GiB/Second-Months"); neither is a duration. Only a simple unit
 -- whose one base unit is time ("Hours", "1 Hour", "Seconds"; AWS's "Hrs") measures time, and
--- consumed_unit_seconds is the seconds of one such unit, else NULL.
+-- consumed_unit_seconds is the seconds of one such unit, else NULL. "Instance-Hours" and
+-- "Node-Hours" are one instance's hours on a row that names one resource (the unit of GPU clouds'
+-- instance usage: CoreWeave meters GPU and CPU compute in "instance-hours",
+-- docs.coreweave.com/billing/billing-insights "Usage by resource type"); "GPU-Hours" is no
+-- duration (it is hours times GPUs).
+--
+-- usage_only: the file bills nothing for the row, it counts usage: BilledCost empty (landing
+-- keeps such a row only with a ConsumedQuantity or PricingQuantity, recon/ingest/focus.py), or a
+-- Usage row whose cost columns are all 0 or empty for a positive quantity (an export that writes
+-- 0 for "not priced here"). A commitment's covered usage (BilledCost 0, EffectiveCost > 0) is
+-- priced, so not usage-only. int_focus__charge_days prices usage-only rows from the rate card.
 --
 -- is_instance_compute: the row is billed time of one instance (a VM, a GPU pod): a Usage row of
 -- ServiceCategory Compute (or whose SkuId or ChargeDescription matches one of
@@ -29,10 +39,10 @@ typed as (
         regexp_full_match(doc ->> '$.ChargePeriodStart', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?') as start_ok,
         regexp_full_match(doc ->> '$.ChargePeriodEnd', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?') as end_ok,
         regexp_extract(lower(trim(doc ->> '$.ConsumedUnit')),
-                       '^(?:([0-9]+) +)?(hours?|hrs?|minutes?|seconds?|milliseconds?|days?)$',
+                       '^(?:([0-9]+) +)?(?:(?:instance|node)[- ])?(hours?|hrs?|minutes?|seconds?|milliseconds?|days?)$',
                        ['qty', 'base']) as unit_parts,
         regexp_extract(lower(trim(doc ->> '$.PricingUnit')),
-                       '^(?:([0-9]+) +)?(hours?|hrs?|minutes?|seconds?|milliseconds?|days?)$',
+                       '^(?:([0-9]+) +)?(?:(?:instance|node)[- ])?(hours?|hrs?|minutes?|seconds?|milliseconds?|days?)$',
                        ['qty', 'base']) as pricing_unit_parts
     from source
 ),
@@ -72,6 +82,13 @@ final as (
         try_cast(doc ->> '$.ListUnitPrice' as decimal(38, 12)) as list_unit_price,
         doc ->> '$.CommitmentDiscountId' as commitment_discount_id,
         doc ->> '$.CommitmentDiscountStatus' as commitment_discount_status,
+        doc ->> '$.CommitmentDiscountCategory' as commitment_discount_category,
+        doc ->> '$.CommitmentDiscountName' as commitment_discount_name,
+        doc ->> '$.CommitmentDiscountType' as commitment_discount_type,
+        try_cast(doc ->> '$.CommitmentDiscountQuantity' as decimal(38, 12)) as commitment_discount_quantity,
+        doc ->> '$.CommitmentDiscountUnit' as commitment_discount_unit,
+        doc ->> '$.SkuMeter' as sku_meter,
+        doc ->> '$.SkuPriceDetails' as sku_price_details,
         -- FOCUS 1.3 deprecates ProviderName and PublisherName for ServiceProviderName
         -- (FOCUS_Spec columns/providername.md "Deprecated (version) 1.3 Replaced by
         -- ServiceProviderName"; publishername.md "Deprecated (version) 1.3"): a file without
@@ -110,6 +127,15 @@ final as (
                  and (unit_parts.base <> ''
                       or doc ->> '$.ConsumedUnit' is null and pricing_unit_parts.base <> ''), false)
             as is_instance_compute,
+        coalesce(doc ->> '$.BilledCost' is null
+                 or doc ->> '$.ChargeCategory' = 'Usage'
+                    and try_cast(doc ->> '$.BilledCost' as decimal(38, 12)) = 0
+                    and coalesce(try_cast(doc ->> '$.EffectiveCost' as decimal(38, 12)), 0) = 0
+                    and coalesce(try_cast(doc ->> '$.ListCost' as decimal(38, 12)), 0) = 0
+                    and coalesce(try_cast(doc ->> '$.ContractedCost' as decimal(38, 12)), 0) = 0
+                    and coalesce(try_cast(doc ->> '$.ConsumedQuantity' as decimal(38, 12)),
+                                 try_cast(doc ->> '$.PricingQuantity' as decimal(38, 12))) > 0, false)
+            as usage_only,
         source_file,
         record_no
     from typed
