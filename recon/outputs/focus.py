@@ -118,7 +118,7 @@ def invoice_id(invoices: list[tuple], rid: str, day: date, service: str) -> str 
 #: the rows that split a resource-day's billed compute (marts.allocation's categories): the rows
 #: its list amount (marts.list_cost) is apportioned to, by their seconds
 COMPUTE_CATEGORIES = {"instance": {"startup", "busy", "idle_gap", "tail", "unobserved"},
-                      "serverless": {"cold_start", "execution", "idle", "rounding"}}
+                      "serverless": {"cold_start", "execution", "idle", "rounding", "unobserved"}}
 #: ListUnitPrice's places: a row's seconds have 3 (exports.SECONDS_SCALE), so the unit price ×
 #: PricingQuantity is exact at the file's 12 (exports.MONEY_SCALE), as FOCUS 1.2 requires of
 #: ListCost = ListUnitPrice × PricingQuantity (columns/listunitprice.md, listcost.md)
