@@ -1,6 +1,7 @@
 """`recon simulate`: a realistic input folder plus the ground truth the reconciliation must find.
 
-Same seed, same bytes. Sample rates are written to the folder's recon.toml, labelled as such.
+Same seed, same bytes. Sample rates are written to the folder's recon.toml, and sample list
+prices to its GPU catalog (list_prices.py), each labelled as such.
 """
 
 from __future__ import annotations
