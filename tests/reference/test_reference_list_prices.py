@@ -140,3 +140,37 @@ def test_focus_list_cost_is_list_unit_price_times_pricing_quantity_exactly(db):
         assert r["ListUnitPrice"] is not None and r["ListCost"] >= 0
         assert r["ListCost"] == r["ListUnitPrice"] * r["PricingQuantity"]
         assert -r["ListCost"].as_tuple().exponent <= 12  # the file's 12 places hold it whole
+
+
+def test_a_catalog_saved_without_a_pull_time_is_the_earliest_and_a_day_can_change_price(
+        tmp_path):
+    """Two more catalogs beside the case's: one saved as the API returns it (no `x_recon`, so no
+    pull time: it holds before every dated pull) with the H100 PCIe at 2.29, and one pulled at
+    11:00 on 1 June with it at 2.59."""
+    import json
+    import shutil
+
+    folder = tmp_path / "input"
+    shutil.copytree(INPUT, folder)
+    h100 = {"id": "NVIDIA H100 PCIe", "name": "H100 PCIe", "pool": None, "manufacturer": "NVIDIA",
+            "memory": 80, "secure": True, "community": True,
+            "maxCount": {"secure": 8, "community": 4}}
+    (folder / "catalog-saved.json").write_text(json.dumps(
+        {"gpus": [{**h100, "price": {"secure": 2.29, "community": 1.79}}]}))
+    (folder / "catalog-20260601T110000Z.json").write_text(json.dumps(
+        {"x_recon": {"endpoint": "/v2/catalog/gpus", "pulledAt": "2026-06-01T11:00:00Z",
+                     "params": {}},
+         "gpus": [{**h100, "price": {"secure": 2.59, "community": 1.99}}]}))
+    db = tmp_path / "recon.duckdb"
+    run(folder, db)
+    con = connect(db, read_only=True)
+    try:
+        got = _list(con, "lppodsecure2g", JUNE1)
+        # 10:00-11:00 (3600 s) at the saved catalog's 2.29, the latest at or before 10:00;
+        # 11:00-12:00 (1800 s) at the 11:00 pull's 2.59: 2.29 × 2 × 1 + 2.59 × 2 × 0.5
+        # = 4.58 + 2.59 = 7.17, and no one price for the day
+        assert (got["list_amount"], got["list_usd_per_gpu_hour"]) == (Decimal("7.17"), None)
+        # 2 June 00:00: the 00:00 pull's 2.69 still, × 2 × 1 h
+        assert _list(con, "lppodsecure2g", JUNE2)["list_amount"] == Decimal("5.38")
+    finally:
+        con.close()
