@@ -81,8 +81,9 @@ def collect_kubernetes(landing_dir: str, kubeconfig: str | None = None,
       retry_condition_fn=retry_transient, tags=[RUNPOD_TAG], cache_policy=NO_CACHE,
       timeout_seconds=pull_timeout_seconds())  # the snapshot's own deadline, and a margin
 def snapshot_runpod_inventory(landing_dir: str, base_url: str | None = None) -> dict:
-    """Land /v2/pods, /v2/serverless (+ workers) and /v2/network-volumes (terminated resources
-    vanish from the inventory, and their rates with them: snapshot it on a schedule)."""
+    """Land /v2/pods, /v2/serverless (+ workers), /v2/network-volumes and /v2/catalog/gpus
+    (terminated resources vanish from the inventory, and their rates with them; list prices
+    change: snapshot it on a schedule)."""
     from connectors.runpod import RunpodClient, snapshot_inventory
 
     key = require_runpod_api_key()

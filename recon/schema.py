@@ -254,6 +254,22 @@ MARTS: dict[str, dict] = {
             "compute_amount": "Billed compute amount that day (USD)",
         },
     },
+    "list_cost": {
+        "grain": "one row per billed Runpod resource and UTC day: its billed compute at Runpod's list prices (GET /v2/catalog/gpus), what the FOCUS export's ListCost and ListUnitPrice come from",
+        "columns": {
+            "resource_id": "Runpod pod id, serverless endpoint id or network volume id",
+            "resource_kind": "instance, serverless or network_volume",
+            "day": "UTC day",
+            "price_basis": "Which list price: `secure` or `community` (the pod's `cloud`), `serverless` (the endpoint's pool), `storage` (a network volume: Runpod's storage price is its public list, so list = billed)",
+            "gpu_type": "The pod's GPU type, or the endpoint's serverless pools (comma-separated); NULL when unknown",
+            "gpu_count": "GPUs of the pod, or per worker of the endpoint",
+            "cloud_assumed": "True when no inventory snapshot named the pod's cloud: priced as SECURE",
+            "priced_seconds": "Billed compute seconds priced (a network volume: its billed bucket seconds)",
+            "list_usd_per_gpu_hour": "The catalog's list price per GPU-hour, when one price covered the whole day; NULL when it changed during the day or is unknown",
+            "price_pulled_at": "When the latest catalog used that day was pulled (NULL: saved without a pull time)",
+            "list_amount": "List price × GPUs × billed hours, each hour at the catalog in force at its start (the latest pull at or before it, else the earliest), USD; NULL when a billed hour has no list price (GPU type, count, cloud price or billed seconds unknown)",
+        },
+    },
     "instance_segments": {
         "grain": "one row per elementary segment of billed instance compute (resource_id, seg_start): the timeline the report draws and the what-if prices; a resource-day's segments add up to its billed compute (the last run's window, as the intermediate tables: a windowed run replaces it whole)",
         "columns": {

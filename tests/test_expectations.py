@@ -53,6 +53,7 @@ RESTATEMENT = {"resource_id": "'pod-1'", "bucket_start": "'2026-06-01 00:00:00+0
 
 
 INVOICE = "marts.invoice_tieout"
+LIST = "marts.list_cost"
 # an invoice row (the simulated fleet has none): June's pods invoiced $2.00, $3.00 reconciled,
 # $1.00 of it landed after the invoice's issue
 TIEOUT = {"invoice_id": "'INV-1'", "cost_center": "'research'", "service": "'pods'",
@@ -261,6 +262,13 @@ CASES = {
         f"{BETWEEN}(contracted_rate_per_hour)": set_(RATES, "contracted_rate_per_hour = -1"),
         f"{IN_SET}(charged_rate_source)": set_(RATES, "charged_rate_source = 'guess'"),
         f"{BETWEEN}(gpu_count)": set_(RATES, "gpu_count = -1"),
+    },
+    LIST: {
+        f"{NN}(resource_id)": null(LIST, "resource_id"),
+        f"{NN}(day)": null(LIST, "day"),
+        f"{COMPOUND}(resource_id, day)": dup(LIST),
+        f"{BETWEEN}(list_amount)": set_(LIST, "list_amount = -0.01"),
+        f"{IN_SET}(price_basis)": set_(LIST, "price_basis = 'spot'"),
     },
     INVOICE: {
         f"{NN}(invoice_id)": tieout(invoice_id="null"),

@@ -208,7 +208,8 @@ def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
     assert all(c in focus.FOCUS_MANDATORY or c.startswith("x_") or c in (
         "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ServiceSubcategory", "InvoiceId",
         "ResourceId", "ResourceName", "ResourceType", "Tags",
-        # FOCUS columns only a landed FOCUS row fills (its SKU, account, commitment, prices)
+        # FOCUS columns only a landed FOCUS row fills (its SKU, account, commitment, prices;
+        # Runpod's rows fill ListUnitPrice where the catalog prices their compute)
         "SkuId", "SkuPriceId", "SubAccountId", "RegionId", "CommitmentDiscountId",
         "CommitmentDiscountStatus", "ContractedUnitPrice", "ListUnitPrice",
         # a savings plan's commitment columns (focus_commitments.py); SKU meter and price details
@@ -257,6 +258,28 @@ def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
     got = tuple(sum(Decimal(r[c]) for r in rows if r[c]) for c in (
         "x_BilledAfterExitSeconds", "x_LingeringStorageSeconds", "x_ServerlessIdleSeconds"))
     assert got == want
+
+
+def test_focus_list_cost_comes_from_the_sample_catalog(month_export):
+    """The demo's catalog (recon/simulate/list_prices.py) lists every GPU above the sample
+    contract, so its GPU compute shows ListCost > ContractedCost; FOCUS 1.2 (columns/
+    listunitprice.md): ListCost = ListUnitPrice × PricingQuantity, exactly, in the file's text."""
+    rows, _ = read_csv(month_export["out"] / "focus_2026-06.csv")
+    priced = [r for r in rows if r["ListUnitPrice"]]
+    assert priced and {r["ServiceCategory"] for r in priced} == {"Compute"}
+    for r in priced:
+        unit, qty, cost = (Decimal(r[c]) for c in ("ListUnitPrice", "PricingQuantity", "ListCost"))
+        assert cost == unit * qty and cost >= 0 and MONEY_RE.fullmatch(r["ListCost"])
+    list_total = sum(Decimal(r["ListCost"]) for r in priced)
+    contracted = sum(Decimal(r["ContractedCost"]) for r in priced)
+    assert list_total > contracted
+    # the 2-GPU RTX 4090 pod of the demo: list 0.79/GPU-h × 2 = 1.58/h = 0.000438888…/s
+    assert {r["ListUnitPrice"] for r in priced if r["ResourceId"] == "nq5qsug7mq72dj"} == {
+        "0.000438889000"}
+    # storage has no GPU list price: its list is what was contracted, with no unit price
+    for r in rows:
+        if r["ServiceCategory"] == "Storage":
+            assert r["ListCost"] == r["ContractedCost"] and r["ListUnitPrice"] == ""
 
 
 def test_focus_parquet_matches_csv(month_export):

@@ -540,3 +540,36 @@ def test_the_collectors_resume_state_in_the_landing_area_is_skipped_not_quaranti
     assert st.skip_reason == "the Kubernetes collector's resume state, not billing data"
     assert res["k8s/watch.jsonl"].loaded == 1
     assert res["other.json"].quarantined == 1 and "not a recognised" in res["other.json"].bad[0]["reason"]
+
+
+@pytest.mark.parametrize(("gpu", "reason"), [
+    # openapi-v2 `GpuType`: `id` a string; `price` an object whose `secure` and `community`
+    # are required numbers and `serverless` is "Absent when the GPU is not in a serverless pool"
+    ({"price": {"secure": 1, "community": 1}}, "GPU type has no id"),
+    ({"id": "G", "price": 0.44}, "GPU type 'G': price is not an object: '0.44'"),
+    ({"id": "G", "price": {"community": 0.31}}, "GPU type 'G': price.secure is missing"),
+    ({"id": "G", "price": {"secure": True, "community": 0.31}},
+     "GPU type 'G': price.secure is not a number: 'True'"),
+    ({"id": "G", "price": {"secure": 0.44, "community": 0.31, "serverless": -1.1}},
+     "GPU type 'G': price.serverless is negative: -1.1"),
+    ({"id": "G", "price": {"secure": 0.44, "community": float("inf")}},
+     "GPU type 'G': price.community is out of range: inf"),
+])
+def test_a_gpu_price_the_spec_does_not_allow_says_why(gpu, reason):
+    from recon.ingest.classify import BadRecord, gpu_price
+
+    with pytest.raises(BadRecord) as e:
+        gpu_price(gpu)
+    assert str(e.value) == reason
+
+
+def test_a_gpu_without_a_serverless_price_is_a_good_one():
+    from recon.ingest.classify import doc_kind, gpu_price
+
+    # the H100's of a pod-only catalog: `pool` null, no `price.serverless`
+    gpu = {"id": "NVIDIA H100 PCIe", "pool": None, "price": {"secure": 2.49, "community": 1.99}}
+    assert gpu_price(gpu) is None
+    assert doc_kind({"gpus": [gpu]}) == "runpod_gpu_catalog"
+    # a job record that happens to carry a `gpus` list is no job: the JSON Lines fast path
+    # (recon/ingest/jsonl_sql.py `not_job`) must agree with doc_kind
+    assert doc_kind({"id": "j", "executionTime": 5, "gpus": [gpu]}) == "runpod_gpu_catalog"

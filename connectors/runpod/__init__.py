@@ -285,7 +285,8 @@ def snapshot_inventory(
     include_workers: bool = True,
 ) -> PullResult:
     """Land ``/v2/pods`` (includeClusterPods=false), ``/v2/serverless``, each endpoint's
-    ``/v2/serverless/{id}/workers`` and ``/v2/network-volumes`` under one ``pulled=`` folder.
+    ``/v2/serverless/{id}/workers``, ``/v2/network-volumes`` and ``/v2/catalog/gpus`` (the
+    list prices, ``gpu_catalog.json``) under one ``pulled=`` folder.
 
     An endpoint deleted between the listing and its workers call (404) is skipped with a
     warning (in ``PullResult.warnings``); a call cut by a deadline, or not made because the
@@ -295,7 +296,7 @@ def snapshot_inventory(
     own = client is None
     client = client or RunpodClient(api_key)
     try:
-        fixed = ("pods", "serverless", "network_volumes")
+        fixed = ("pods", "serverless", "network_volumes", "gpu_catalog")
         pulled_at = choose_pull_time(
             now, client.sleep, lambda st: [inventory_path(landing_dir, k, st) for k in fixed]
         )
@@ -355,6 +356,7 @@ def snapshot_inventory(
                     log.warning(msg)
                     result.warnings.append(msg)
         land("network_volumes", settings.NETWORK_VOLUMES, {})
+        land("gpu_catalog", settings.GPU_CATALOG, {})
         log.info("landed inventory snapshot %s: %d files", st, len(result.files))
         return result
     finally:

@@ -63,11 +63,16 @@ PODS = "/v2/pods"
 SERVERLESS = "/v2/serverless"
 SERVERLESS_WORKERS = "/v2/serverless/{id}/workers"  # templated; the id goes in x_recon.endpointId
 NETWORK_VOLUMES = "/v2/network-volumes"
+# Runpod's list prices (openapi-v2 `listGpuTypes`: `GpuType.price` {secure, community,
+# serverless}, USD per hour for one GPU). Pulled with the inventory: prices change, and the
+# reconciliation prices each hour by the latest catalog pulled at or before it.
+GPU_CATALOG = "/v2/catalog/gpus"
 INVENTORY_LIST_KEYS: dict[str, str] = {  # kind -> required top-level list key
     "pods": "pods",
     "serverless": "endpoints",
     "workers": "workers",
     "network_volumes": "networkVolumes",
+    "gpu_catalog": "gpus",
 }
 # The serverless job API lives on another host (api.runpod.ai); this connector never calls it.
 # Health bodies are handed in by the job submitter and landed under this endpoint label.

@@ -67,6 +67,45 @@ def _runpod_volume(x) -> bool:
             and ("dataCenterId" in x or "dataCenter" in x))
 
 
+def _gpu_catalog(doc: dict) -> bool:
+    """`GET /v2/catalog/gpus` (openapi-v2 `ListGpuTypesResponse`: `{"gpus": [GpuType, ...]}`),
+    by its `gpus` list of objects priced by `price`; an empty list only when the envelope names
+    the endpoint. A GPU whose price is not one the spec allows is still this kind: the loader
+    quarantines that GPU with its reason (`gpu_price`), not the whole catalog."""
+    gpus = doc.get("gpus")
+    if not isinstance(gpus, list):
+        return False
+    if not gpus:
+        return x_recon(doc).get("endpoint") == "/v2/catalog/gpus"
+    return any(isinstance(g, dict) and "price" in g for g in gpus[:50])
+
+
+def gpu_price(gpu) -> None:
+    """One `GpuType` of the catalog, checked as its spec types it: a string `id`, a `price`
+    object whose `secure` and `community` (required) and `serverless` (absent when the GPU is
+    in no serverless pool) are non-negative finite numbers of USD per GPU-hour. BadRecord says
+    which and why."""
+    if not isinstance(gpu, dict):
+        raise BadRecord("GPU type is not a JSON object")
+    if not isinstance(gpu.get("id"), str) or not gpu["id"].strip():
+        raise BadRecord("GPU type has no id")
+    price = gpu.get("price")
+    if not isinstance(price, dict):
+        raise BadRecord(f"GPU type {gpu['id']!r}: price is not an object: {str(price)[:40]!r}")
+    for k in ("secure", "community", "serverless"):
+        v = price.get(k)
+        if v is None and k == "serverless":
+            continue
+        if v is None:
+            raise BadRecord(f"GPU type {gpu['id']!r}: price.{k} is missing")
+        if isinstance(v, bool) or type(v) not in _NUMBERS:
+            raise BadRecord(f"GPU type {gpu['id']!r}: price.{k} is not a number: {str(v)[:40]!r}")
+        if not math.isfinite(v) or abs(v) >= 1e12:
+            raise BadRecord(f"GPU type {gpu['id']!r}: price.{k} is out of range: {v}")
+        if v < 0:
+            raise BadRecord(f"GPU type {gpu['id']!r}: price.{k} is negative: {v}")
+
+
 # a bare JSON array of inventory objects (v1 responses are arrays), by what its items are
 BARE_INVENTORY = (("pods", _runpod_pod), ("serverless", _runpod_endpoint),
                   ("network_volumes", _runpod_volume))
@@ -129,6 +168,8 @@ def doc_kind(doc) -> str:
         return "runpod_workers"
     if _runpod_pod(doc) or _runpod_endpoint(doc):  # before the lists: an Endpoint names its
         return "runpod_inventory_item"  # networkVolumes, a list of objects
+    if _gpu_catalog(doc):
+        return "runpod_gpu_catalog"
     for key in INVENTORY_KEYS:
         if isinstance(doc.get(key), list):
             return "runpod_inventory"

@@ -87,7 +87,7 @@ class _Mode:
 
 def _modes(cluster: str, secrets: bool = True, limits=DEFAULT_LIMITS) -> dict[str, _Mode]:
     """The fast kinds' SQL; `secrets`: lines that may hold a secret go to Python (SECRETS_SQL)."""
-    v = [f"v[{i}]" for i in range(18)]
+    v = [f"v[{i}]" for i in range(19)]
     marked = SECRETS_SQL if secrets else "false"
     watch = _Mode(
         "k8s_objects",
@@ -109,11 +109,11 @@ def _modes(cluster: str, secrets: bool = True, limits=DEFAULT_LIMITS) -> dict[st
         python_first=f"contains(line, 'BOOKMARK') or {marked}", limits=limits)
     # the keys whose presence makes doc_kind() answer something else than a job
     not_job = ["$.kind", "$.x_recon", "$.type", "$.object", "$.items", "$.records", "$.workers",
-               "$.pods", "$.endpoints", "$.networkVolumes"]
+               "$.pods", "$.endpoints", "$.networkVolumes", "$.gpus"]
     job = _Mode(
         "serverless_jobs",
         # 1 whole doc, 2 id, 3 endpointId, 4 completedAt, 5 delayTime, 6 executionTime,
-        # 7..16 absent, 17 submittedAt (ts_ok)
+        # 7..17 absent, 18 submittedAt (ts_ok)
         ["$", "$.id", "$.endpointId", "$.completedAt", "$.delayTime", "$.executionTime",
          *not_job, "$.submittedAt"],
         f"v is not null and starts_with({v[1]}, '{{') and "

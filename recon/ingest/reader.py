@@ -28,6 +28,7 @@ from .classify import (
     billing_source,
     check_amounts,
     doc_kind,
+    gpu_price,
     require,
     text_or_none,
     v1_source,
@@ -238,6 +239,14 @@ def _one(res: FileResult, doc, locator: str, n: int) -> None:
                 res.add("runpod_inventory", _sub(locator, f"{key}[{i}]"), i, item, inventory_kind=inv,
                         endpoint_id=ep, pulled_at=text_or_none(xr.get("pulledAt")))
             _guard(res, one, _sub(locator, f"{key}[{i}]"), i, item)
+    elif kind == "runpod_gpu_catalog":  # GET /v2/catalog/gpus: Runpod's list prices
+        pulled = text_or_none(x_recon(doc).get("pulledAt"))
+        for i, gpu in enumerate(doc["gpus"]):
+            def one(gpu=gpu, i=i):
+                gpu_price(gpu)
+                res.add("runpod_inventory", _sub(locator, f"gpus[{i}]"), i, gpu,
+                        inventory_kind="gpu_catalog", endpoint_id=None, pulled_at=pulled)
+            _guard(res, one, _sub(locator, f"gpus[{i}]"), i, gpu)
     elif kind == "runpod_inventory_item":  # GET /v2/pods/{id}, /v2/serverless/{id}: one object
         inv = bare_inventory([doc])
         res.add("runpod_inventory", locator, n, doc, inventory_kind=inv, endpoint_id=None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 from . import focus_commitments
@@ -126,6 +126,32 @@ def invoice_id(invoices: list[tuple], rid: str, day: date, service: str) -> str 
     return None
 
 
+#: the rows that split a resource-day's billed compute (marts.allocation's categories): the rows
+#: its list amount (marts.list_cost) is apportioned to, by their seconds
+COMPUTE_CATEGORIES = {"instance": {"startup", "busy", "idle_gap", "tail", "unobserved"},
+                      "serverless": {"cold_start", "execution", "idle", "rounding", "unobserved"}}
+#: ListUnitPrice's places: a row's seconds have 3 (exports.SECONDS_SCALE), so the unit price ×
+#: PricingQuantity is exact at the file's 12 (exports.MONEY_SCALE), as FOCUS 1.2 requires of
+#: ListCost = ListUnitPrice × PricingQuantity (columns/listunitprice.md, listcost.md)
+LIST_UNIT_PLACES = Decimal("1e-9")
+
+
+def list_unit_prices(con, start: date, nxt: date) -> dict[tuple, Decimal]:
+    """(resource id, day) → Runpod's list USD per billed second of its compute: the day's list
+    amount (marts.list_cost, the catalog's USD per GPU-hour × GPUs × hours) ÷ its priced seconds,
+    rounded half-even to 9 places (a price per hour ÷ 3600 seldom ends: $4.98/h is
+    $0.0013833…/s). Resource-days whose list amount is unknown are absent."""
+    try:
+        rows = con.execute(
+            "select resource_id, day, list_amount, priced_seconds from marts.list_cost "
+            "where day >= ? and day < ? and resource_kind in ('instance', 'serverless') "
+            "and list_amount is not null and priced_seconds > 0", [start, nxt]).fetchall()
+    except Exception:  # noqa: BLE001 - a warehouse built before list prices were an input has none
+        return {}
+    return {(rid, day): (amount / secs).quantize(LIST_UNIT_PLACES, rounding=ROUND_HALF_EVEN)
+            for rid, day, amount, secs in rows}
+
+
 def _midnight(d: date) -> datetime:
     return datetime(d.year, d.month, d.day, tzinfo=UTC)
 
@@ -150,6 +176,7 @@ def focus_rows(con, month: date, account_id: str = "runpod",
         "and reconciled", [start, nxt]).fetchall()}
     invoices = invoices_of(con, start, nxt)
     centers = cost_centers(con)
+    list_units = list_unit_prices(con, start, nxt)
     acc: dict[tuple, list] = {}
     for s in shares:
         if s.resource_id in from_focus:
@@ -169,6 +196,8 @@ def focus_rows(con, month: date, account_id: str = "runpod",
         if kind == "instance" and storage:  # FOCUS: one ServiceCategory per ServiceName
             service = "Runpod Pod Storage"
         contracted = expected if expected is not None else amount
+        # Runpod's list price where the catalog gives one (its compute rows), else no discount
+        unit = list_units.get((rid, day)) if cat in COMPUTE_CATEGORIES.get(kind, ()) else None
         # a network volume's lingering share is its own row (cause network_volume_unused)
         lingering = secs if cause in ("storage_lingering", "network_volume_unused") else None
         rows.append({
@@ -180,7 +209,8 @@ def focus_rows(con, month: date, account_id: str = "runpod",
             "ChargeCategory": "Usage", "ChargeClass": None,
             "ChargeDescription": f"{rtype} {rid}: {cat.replace('_', ' ')} on {day.isoformat()}",
             "ChargeFrequency": "Usage-Based",
-            "BilledCost": amount, "EffectiveCost": amount, "ListCost": contracted,
+            "BilledCost": amount, "EffectiveCost": amount,
+            "ListCost": contracted if unit is None else unit * secs, "ListUnitPrice": unit,
             "ContractedCost": contracted,
             "PricingQuantity": secs, "PricingUnit": "Seconds",
             "ConsumedQuantity": secs, "ConsumedUnit": "Seconds",

@@ -1,6 +1,7 @@
 """`recon simulate`: a realistic input folder plus the ground truth the reconciliation must find.
 
-Same seed, same bytes. Sample rates are written to the folder's recon.toml, labelled as such.
+Same seed, same bytes. Sample rates are written to the folder's recon.toml, and sample list
+prices to its GPU catalog (list_prices.py), each labelled as such.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from datetime import date
 from pathlib import Path
 
 from ..config import Thresholds
-from . import output, serverless_extras
+from . import list_prices, output, serverless_extras
 from .emit_k8s import RV, write_k8s
 from .emit_runpod import write_runpod
 from .extras import extras_truth, plan_config, write_extras
@@ -75,6 +76,7 @@ def simulate(out: str | Path, seed: int = 7, days: int = 2, nodes: int = 4, endp
     files = write_k8s(world, out, RV()) + write_runpod(world, out, late, late_out)
     files += write_extras(out, start_day, days)
     files += serverless_extras.write_serverless_extras(out, start_day)
+    files += list_prices.write_catalog(out, start_day)
     if gpu_sharing:
         files += write_gpushare(out, start_day, days)
     (out / "recon.toml").write_text(_config_text(world, th) + plan_config(start_day),

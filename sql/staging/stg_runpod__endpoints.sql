@@ -21,6 +21,13 @@ final as (
         -- (thresholds.serverless_execution_timeout_seconds)
         coalesce(try_cast(doc ->> '$.timeout' as bigint),
                  try_cast(doc ->> '$.executionTimeoutMs' as bigint)) as execution_timeout_ms,
+        -- v2 `Endpoint.gpu` (`EndpointGpuConfig`): the serverless pools its workers are placed
+        -- on and the GPUs per worker (`count`, default 1); NULL pools for a CPU endpoint or a
+        -- saved v1 endpoint, whose GPUs are named otherwise
+        case when json_type(doc, '$.gpu.pools') = 'ARRAY'
+             then cast(doc -> '$.gpu.pools' as varchar[]) end as gpu_pools,
+        case when json_type(doc, '$.gpu') = 'OBJECT'
+             then coalesce(try_cast(doc ->> '$.gpu.count' as bigint), 1) end as gpu_count,
         try_cast(pulled_at as timestamptz) as snapshot_at
     from source
     qualify row_number() over (partition by doc ->> '$.id'

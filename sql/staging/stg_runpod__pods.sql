@@ -14,6 +14,9 @@ final as (
         coalesce(doc ->> '$.gpu.id', doc ->> '$.gpuTypeId', doc ->> '$.machine.gpuTypeId') as gpu_type,
         coalesce(try_cast(doc ->> '$.gpu.count' as bigint), try_cast(doc ->> '$.gpuCount' as bigint))
             as gpu_count,
+        -- v2 `Pod.cloud` (required, `Cloud`: SECURE or COMMUNITY), v1 `cloudType`: which of the
+        -- catalog's list prices is the pod's; NULL when the snapshot names neither
+        upper(coalesce(doc ->> '$.cloud', doc ->> '$.cloudType')) as cloud,
         coalesce(try_cast(doc ->> '$.disk' as bigint), try_cast(doc ->> '$.containerDiskInGb' as bigint))
             as container_disk_gb,
         -- v2 `mounts` holds at most one of `persistent` (the pod volume) and `network`: a pod

@@ -173,8 +173,27 @@ def make_billing(
     return data
 
 
+def default_gpu_catalog() -> list[dict[str, Any]]:
+    """`GET /v2/catalog/gpus`'s `gpus` as the spec's example gives them (openapi-v2.json,
+    `listGpuTypes`, example `gpus`): the RTX 4090 at 0.44 secure, 0.31 community, 1.1
+    serverless USD per GPU-hour; without `include=AVAILABILITY` the answer carries no
+    `availability` or `dataCenters`."""
+    return [{
+        "id": "NVIDIA GeForce RTX 4090",
+        "name": "RTX 4090",
+        "pool": "ADA_24",
+        "manufacturer": "NVIDIA",
+        "memory": 24,
+        "secure": True,
+        "community": True,
+        "price": {"secure": 0.44, "community": 0.31, "serverless": 1.1},
+        "maxCount": {"secure": 8, "community": 4},
+    }]
+
+
 def default_inventory(now: datetime | None = None) -> dict[str, Any]:
-    """Pods, serverless endpoints, workers and network volumes in the spec's shapes."""
+    """Pods, serverless endpoints, workers, network volumes and the GPU catalog in the spec's
+    shapes."""
     created = iso((now or datetime(2026, 6, 1, tzinfo=UTC)) - timedelta(days=3))
 
     def pod(pid: str, status: str, cost: float, **extra: Any) -> dict[str, Any]:
@@ -283,6 +302,7 @@ def default_inventory(now: datetime | None = None) -> dict[str, Any]:
                 "type": "STANDARD",
             }
         ],
+        "gpus": default_gpu_catalog(),
     }
 
 
@@ -579,6 +599,8 @@ class FakeRunpodAPI:
             return {"endpointVersion": 4, "summary": summary, "workers": workers}
         if path == "/v2/network-volumes":
             return {"networkVolumes": inv["network_volumes"]}
+        if path == "/v2/catalog/gpus":
+            return {"gpus": inv["gpus"] if "gpus" in inv else default_gpu_catalog()}
         raise _HTTPError(404, f"no route for {path}")
 
     def _window(self, query: dict[str, str]) -> tuple[datetime, datetime, str]:

@@ -77,6 +77,7 @@ WINDOW = {"startTime": "2026-06-01T00:00:00Z", "endTime": "2026-06-03T00:00:00Z"
         ("/v2/serverless/{id}/workers", "/v2/serverless/ep_x1/workers", {}),
         ("/v2/serverless/{id}/workers", "/v2/serverless/ep_y2/workers", {}),
         ("/v2/network-volumes", "/v2/network-volumes", {}),
+        ("/v2/catalog/gpus", "/v2/catalog/gpus", {}),
     ],
 )
 def test_fake_answers_match_spec_schemas(spec, http, template, path, params):

@@ -25,9 +25,10 @@ def test_inventory_snapshot_lands_every_kind_verbatim(tmp_path, fake, client):
             "workers_ep_x1.json",
             "workers_ep_y2.json",
             "network_volumes.json",
+            "gpu_catalog.json",
         ]
     )
-    assert len(result.files) == 5
+    assert len(result.files) == 6
 
     expected = {
         "pods.json": ("/v2/pods", "/v2/pods", {"includeClusterPods": "false"}, None),
@@ -45,6 +46,7 @@ def test_inventory_snapshot_lands_every_kind_verbatim(tmp_path, fake, client):
             "ep_y2",
         ),
         "network_volumes.json": ("/v2/network-volumes", "/v2/network-volumes", {}, None),
+        "gpu_catalog.json": ("/v2/catalog/gpus", "/v2/catalog/gpus", {}, None),
     }
     for name, (endpoint, called, params, ep_id) in expected.items():
         doc = read_landed(folder / name)
@@ -69,7 +71,8 @@ def test_endpoint_vanishing_before_workers_is_skipped_with_warning(tmp_path, fak
     fake.inject("/v2/serverless/ep_y2/workers", Fault.http(404))
     result = snapshot_inventory(tmp_path, client=client, now=NOW)
     names = sorted(p.name for p in landed_files(tmp_path, "inventory"))
-    assert names == ["network_volumes.json", "pods.json", "serverless.json", "workers_ep_x1.json"]
+    assert names == ["gpu_catalog.json", "network_volumes.json", "pods.json", "serverless.json",
+                     "workers_ep_x1.json"]
     assert any("ep_y2" in w for w in result.warnings)
 
 
@@ -77,7 +80,7 @@ def test_inventory_retries_transient_errors(tmp_path, fake, client, clock):
     fake.inject("/v2/serverless", Fault.http(503, retry_after="2"))
     fake.inject("/v2/network-volumes", Fault.truncated_json())
     snapshot_inventory(tmp_path, client=client, now=NOW)
-    assert len(landed_files(tmp_path, "inventory")) == 5
+    assert len(landed_files(tmp_path, "inventory")) == 6
     assert clock.sleeps[0] == 2.0 and len(clock.sleeps) == 2
 
 
@@ -86,3 +89,27 @@ def test_inventory_missing_list_is_a_clear_error(tmp_path, fake, client):
     with pytest.raises(RunpodResponseError, match=r"GET /v2/pods .*'pods'"):
         snapshot_inventory(tmp_path, client=client, now=NOW)
     assert landed_files(tmp_path, "inventory") == []
+
+
+def test_gpu_catalog_is_pulled_with_the_inventory_and_lands_as_served(tmp_path, fake, client,
+                                                                     clock):
+    """The list prices ride the inventory pull: same client (auth header, retries), same
+    `pulled=` folder, the body landed as the API sent it (openapi-v2 `listGpuTypes` example:
+    RTX 4090 at 0.44 secure / 0.31 community / 1.1 serverless USD per GPU-hour)."""
+    fake.inject("/v2/catalog/gpus", Fault.http(503, retry_after="1"))
+    result = snapshot_inventory(tmp_path, client=client, now=NOW)
+    [landed] = result.by_kind("gpu_catalog")
+    assert landed.endpoint == "/v2/catalog/gpus" and landed.record_count == 1
+    doc = read_landed(landed.path)
+    assert doc["x_recon"]["pulledAt"] == "2026-06-10T12:30:05Z"
+    assert doc["gpus"][0]["price"] == {"secure": 0.44, "community": 0.31, "serverless": 1.1}
+    served = fake.requests_to("/v2/catalog/gpus")
+    # retried after the 503's Retry-After; the fake answers 401 to a request without the key
+    assert [s.status for s in served] == [503, 200] and clock.sleeps == [1.0]
+    assert strip_envelope(doc) == served[-1].body
+
+
+def test_gpu_catalog_without_its_list_is_a_clear_error(tmp_path, fake, client):
+    fake.inject("/v2/catalog/gpus", Fault.drop_field("gpus"))
+    with pytest.raises(RunpodResponseError, match=r"GET /v2/catalog/gpus .*'gpus'"):
+        snapshot_inventory(tmp_path, client=client, now=NOW)
