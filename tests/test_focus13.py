@@ -234,12 +234,20 @@ def test_the_pieces_of_an_origin_charge_agree_with_it(exports, sim_run):
         "select resource_id, day, billed_amount from marts.resource_day").fetchall()}
     con.close()
     per_day: dict[tuple, Decimal] = {}
+    listed = 0
     for (rid, start, cat), rows in groups.items():
         amount, secs = billed[(rid, start[:10], cat)]
         cost = sum(Decimal(r["BilledCost"]) for r in rows)
         assert abs(cost - amount) < Decimal("1e-9"), (rid, start, cat)
         assert sum(Decimal(r["PricingQuantity"]) for r in rows) == secs
+        # listcost.md: "ListCost MUST equal the product of ListUnitPrice and PricingQuantity";
+        # the pieces share the unit price, so their ListCost adds up to the origin charge's
+        if rows[0]["ListUnitPrice"]:
+            listed += 1
+            assert sum(Decimal(r["ListCost"]) for r in rows) == Decimal(
+                rows[0]["ListUnitPrice"]) * secs
         per_day[(rid, start[:10])] = per_day.get((rid, start[:10]), Decimal(0)) + cost
+    assert listed  # the demo's catalog prices its compute
     assert per_day == {k: v for k, v in bill.items() if k in per_day}
     assert all(v == 0 for k, v in bill.items() if k not in per_day)  # nothing billed, no row
 
