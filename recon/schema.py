@@ -52,6 +52,7 @@ MARTS: dict[str, dict] = {
             "rate_missing": "True when a bill line's rate is unknown, or a usage-only FOCUS line's usage has no rate-card entry to price it (its amount counted as 0; see RATE_MISSING findings)",
             "amount_priced": "True when some of billed_amount is the project's price of a usage-only FOCUS line (the file bills no cost: BilledCost empty, or all costs 0 for a positive quantity) from the rate card (pod_per_hour or sku_per_unit), not billed money",
             "bill_state": "Finality of the day's v2 bill: `settled`, `provisional` (pulled within settlement_lag_hours of the bucket's end) or `restated` (a later pull changed it); NULL for saved v1/FOCUS files and unbilled days",
+            "resource_name": "Its display name in the provider's inventory (a pod's latest `name`, an endpoint's, a network volume's); NULL when no snapshot names it",
         },
     },
     "billed_segments": {

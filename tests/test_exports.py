@@ -224,6 +224,10 @@ def test_focus_has_mandatory_columns_and_ties_to_the_bill(month_export):
         assert r["BillingPeriodEnd"] == "2026-07-01T00:00:00Z"
         assert r["ServiceCategory"] in ("Compute", "Storage")
         assert MONEY_RE.fullmatch(r["BilledCost"]) and MONEY_RE.fullmatch(r["ContractedCost"])
+    # ResourceName is the inventory's display name, never a copy of ResourceId (FOCUS 1.2
+    # columns/resourcename.md: it "MUST NOT duplicate ResourceId")
+    assert [r for r in rows if r["ResourceName"] == r["ResourceId"]] == []
+    assert {r["ResourceName"] for r in rows if r["x_ResourceKind"] == "network_volume"} == {"shared-datasets"}
     # ids are quoted strings in the raw text
     for line in text.splitlines()[1:]:
         assert line.startswith('"runpod","Runpod account","USD",')

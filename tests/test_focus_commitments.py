@@ -71,6 +71,8 @@ def test_purchase_used_and_unused_rows_by_hand(tmp_path):
 
     used = [r for r in rows if r["CommitmentDiscountStatus"] == "Used"]
     assert used and {r["ResourceId"] for r in used} == {"pod1"}
+    # the world's inventory gives the pod no name: ResourceName is null, not its id again
+    assert {r["ResourceName"] for r in used} == {""}
     assert {r["CommitmentDiscountId"] for r in used} == {"plan:sp-l40"}
     # the hour billed $0.60 at the plan's rate; it used 3600 of the day's 86,400 GPU-seconds,
     # so it carries 14.40 × 3600 / 86400 = $0.60 of the upfront on top

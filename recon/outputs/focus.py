@@ -165,7 +165,8 @@ def focus_rows(con, month: date, account_id: str = "runpod",
     shares = allocate(con, start, nxt - timedelta(days=1))
     rd = {(r[0], r[1]): r[2:] for r in con.execute(
         "select resource_id, day, billed_seconds, task_finished_at, compute_stopped_at, "
-        "seconds_derived, rate_missing from marts.resource_day where day >= ? and day < ?",
+        "seconds_derived, rate_missing, resource_name from marts.resource_day "
+        "where day >= ? and day < ?",
         [start, nxt]).fetchall()}
     codes = {(r, d): c for r, d, c in con.execute(
         "select resource_id, day, string_agg(distinct code, ';' order by code) "
@@ -190,7 +191,7 @@ def focus_rows(con, month: date, account_id: str = "runpod",
             a[2] = (a[2] or Decimal(0)) + s.expected
     rows = []
     for (rid, day, cat, kind, team, ns, wl, okind, oname, cause), (secs, amount, expected) in sorted(acc.items()):
-        billed_secs, finished, stopped, derived, missing = rd.get((rid, day), (None,) * 5)
+        billed_secs, finished, stopped, derived, missing, name = rd.get((rid, day), (None,) * 6)
         service, rtype, sub = SERVICE.get(kind, ("Runpod", kind, "Other (Compute)"))
         storage = cat in STORAGE_CATEGORIES
         if kind == "instance" and storage:  # FOCUS: one ServiceCategory per ServiceName
@@ -218,7 +219,9 @@ def focus_rows(con, month: date, account_id: str = "runpod",
             "ServiceSubcategory": STORAGE_CATEGORIES.get(cat, sub) if storage else sub,
             "ProviderName": "Runpod", "PublisherName": "Runpod", "InvoiceIssuerName": "Runpod",
             "InvoiceId": invoice_id(invoices, rid, day, _invoice_service(kind, storage)),
-            "ResourceId": rid, "ResourceName": rid, "ResourceType": rtype,
+            # FOCUS ResourceName "MUST NOT duplicate ResourceId": the inventory's display name,
+            # null when no snapshot gave one or the name is the id itself
+            "ResourceId": rid, "ResourceName": None if name == rid else name, "ResourceType": rtype,
             # the team is a user-defined tag (the workload's or node's team label); a marker
             # (__idle__, __unallocated__) is no tag: no team was charged
             "Tags": None if team.startswith("__") else json.dumps({"team": team}, ensure_ascii=False),
@@ -293,7 +296,7 @@ def focus_charge_rows(con, start: date, nxt: date, rd: dict, codes: dict) -> lis
         r.update(zip((f for f, _ in FOCUS_CHARGE_COLUMNS), vals, strict=True))
         r["BillingPeriodStart"], r["BillingPeriodEnd"] = _midnight(start), _midnight(nxt)
         if reconciled:
-            billed_secs, finished, stopped, derived, missing = rd.get((rid, day), (None,) * 5)
+            billed_secs, finished, stopped, derived, missing, _name = rd.get((rid, day), (None,) * 6)
             r.update({"x_ResourceKind": "instance", "x_BilledSeconds": billed_secs,
                       "x_TaskFinishedAt": finished, "x_ComputeStoppedAt": stopped,
                       "x_FindingCodes": codes.get((rid, day)), "x_SecondsDerived": derived,

@@ -141,6 +141,20 @@ unioned as (
     select * from instance union all select * from serverless union all select * from network_volume
 ),
 
+-- the display name the inventory gives a resource (a pod's latest, an endpoint's, a volume's):
+-- FOCUS ResourceName, which "MUST NOT duplicate ResourceId" when the resource has one; NULL
+-- when no snapshot names it
+resource_names as (
+    select pod_id as resource_id, arg_max(pod_name, snapshot_at) as resource_name
+    from staging.stg_runpod__pods where nullif(pod_name, '') is not null group by pod_id
+    union all
+    select endpoint_id, max(endpoint_name) from staging.stg_runpod__endpoints
+    where nullif(endpoint_name, '') is not null group by endpoint_id
+    union all
+    select volume_id, max(volume_name) from staging.stg_runpod__network_volumes
+    where nullif(volume_name, '') is not null group by volume_id
+),
+
 final as (
     select
         resource_id, resource_kind, day,
@@ -158,7 +172,9 @@ final as (
         (select case when bool_or(b.state = 'restated') then 'restated'
                      when bool_or(b.state = 'provisional') then 'provisional' else 'settled' end
            from bucket_states b
-          where b.resource_id = unioned.resource_id and b.day = unioned.day) as bill_state
+          where b.resource_id = unioned.resource_id and b.day = unioned.day) as bill_state,
+        (select min(n.resource_name) from resource_names n
+          where n.resource_id = unioned.resource_id) as resource_name
     from unioned
 )
 

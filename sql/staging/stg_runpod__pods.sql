@@ -6,6 +6,7 @@ with source as (
 final as (
     select
         doc ->> '$.id' as pod_id,
+        doc ->> '$.name' as pod_name,
         try_cast(pulled_at as timestamptz) as snapshot_at,
         doc ->> '$.status' as status,
         coalesce(try_cast(doc ->> '$.adjustedCostPerHr' as decimal(38, 12)),
