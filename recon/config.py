@@ -75,6 +75,9 @@ class Thresholds:
     hpa_scale_down_tolerance_seconds: NonNegativeInt = 60
     # SAVINGS_PLAN_EXPIRING: warn this many days before a plan's fixed expiry.
     savings_plan_expiry_warning_days: NonNegativeInt = 14
+    # SAVINGS_PLAN_UNUSED: raised when more than this much of a day of the plan's GPUs ran no
+    # pod (an hour: a restart or a short gap between pods is not a finding).
+    savings_plan_unused_tolerance_seconds: NonNegativeInt = 3600
     # Settlement: a bill bucket pulled less than this long after it ended is `provisional`
     # (Runpod data arrives up to ~1 h late and can be restated; a day of margin).
     settlement_lag_hours: NonNegativeInt = 24

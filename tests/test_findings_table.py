@@ -59,7 +59,8 @@ def test_rate_mismatch_when_a_savings_plan_is_not_applied(tmp_path):
     batch_node(w, tail_minutes=5)
     w.config.append(plan)
     f = {c: (r, s, a, m) for c, r, _, s, a, m in w.findings()}
-    assert set(f) == {"RATE_MISMATCH"}
+    # the plan's GPU also stood unused 22.9 h of the day: its own finding (see below)
+    assert set(f) == {"RATE_MISMATCH", "SAVINGS_PLAN_UNUSED"}
     rid, _secs, amount, msg = f["RATE_MISMATCH"]
     assert rid == "pod1" and "savings plan sp-1" in msg
     billed_s = 3600 + 300
@@ -69,7 +70,7 @@ def test_rate_mismatch_when_a_savings_plan_is_not_applied(tmp_path):
     w.pod("job-a", "n1", t("10:03"), t("10:05"), t("11:00"))
     w.compute("pod1", t("10:00"), t("11:05"), Decimal("0.60"))
     w.config.append(plan)
-    assert codes(w.findings()) == []
+    assert codes(w.findings()) == ["SAVINGS_PLAN_UNUSED"]
 
 
 def test_effective_dated_rate_card(tmp_path):
@@ -175,14 +176,28 @@ def test_savings_plans_unused_and_expiring(tmp_path):
     f = {c: (r, a, m) for c, r, _, _, a, m in w.findings()}
     assert set(f) == {"SAVINGS_PLAN_UNUSED", "SAVINGS_PLAN_EXPIRING"}
     assert f["SAVINGS_PLAN_UNUSED"][1] == Decimal("10")  # 920 over 92 days
+    assert "covered no running pod on 2026-06-01" in f["SAVINGS_PLAN_UNUSED"][2]
     assert "expires on 2026-06-10" in f["SAVINGS_PLAN_EXPIRING"][2]
-    w = World(tmp_path / "b")  # a plan for the GPU that ran, far from expiry
+    # a plan for the GPU that ran 10:00 → 11:05 (3,900 s): the other 82,500 s of its GPU were
+    # paid up front and bought nothing, 10 × 82,500 / 86,400 = $9.548611111111 of the day's $10
+    plan = ('[[savings_plans]]\nid = "sp-l40"\ngpu_type = "L40S"\ngpu_count = 1\n'
+            'usd_per_gpu_hour = "0.60"\nstart = "2026-05-01"\nend = "2026-08-01"\n'
+            'upfront_usd = "920"\n')
+    w = World(tmp_path / "b")
     w.node("n1", "pod1", t("10:00"), t("10:02"))
     w.pod("job-a", "n1", t("10:03"), t("10:05"), t("11:00"))
     w.compute("pod1", t("10:00"), t("11:05"), Decimal("0.60"))
-    w.config.append('[[savings_plans]]\nid = "sp-l40"\ngpu_type = "L40S"\ngpu_count = 1\n'
-                    'usd_per_gpu_hour = "0.60"\nstart = "2026-05-01"\nend = "2026-10-01"\n'
-                    'upfront_usd = "400"\n')
+    w.config.append(plan)
+    f = w.findings()
+    assert [(c, s, a) for c, _, _, s, a, _ in f] == [
+        ("SAVINGS_PLAN_UNUSED", Decimal(82500), Decimal("9.548611111111"))]
+    assert "covered running pods for 1.08 of its 24 GPU-hours on 2026-06-01: 22.92 GPU-hours, $9.55" in f[0][5]
+    # near miss: the pod ran 00:00 → 23:30, 1,800 s unused ≤ the tolerance of 3,600 s
+    w = World(tmp_path / "c")
+    w.node("n1", "pod1", t("00:00"), t("00:02"))
+    w.pod("job-a", "n1", t("00:03"), t("00:05"), t("23:25"))
+    w.compute("pod1", t("00:00"), t("23:30"), Decimal("0.60"))
+    w.config.append(plan)
     assert codes(w.findings()) == []
 
 

@@ -8,7 +8,8 @@ A warm-pool Deployment pod on an H100 node (Runpod pod) on the first day:
   → BILLED_AFTER_EXIT (until the node left) and BILLED_EXCEEDS_RUNTIME (after);
 * a savings plan for H100 is configured but the pod is billed at the on-demand rate
   → RATE_MISMATCH; the plan expires 10 days after the window starts → SAVINGS_PLAN_EXPIRING
-  every day, and it covers nothing on the other days → SAVINGS_PLAN_UNUSED;
+  every day; its GPU stands unused all of the other days and most of the first
+  → SAVINGS_PLAN_UNUSED;
 * its first billed hour appears twice in the export → DUPLICATE_BILLING;
 * a balance reading below one hour of spend → BALANCE_BELOW_ONE_HOUR.
 Everything here is whole seconds; the truth is computed from the same timeline.
@@ -165,6 +166,7 @@ def extras_truth(start_day: date, days: int, thresholds: dict) -> tuple[list[dic
     for d in range(min(days, 10)):  # the plan ends 10 days after the window starts
         dd = (start_day + timedelta(days=d)).isoformat()
         findings.append(("SAVINGS_PLAN_EXPIRING", "plan:sp-h100-sim", dd))
-        if d > 0:
+        # the plan's one GPU stood unused all day but for the pod's billed seconds on day 0
+        if d > 0 or 86400 - billed > thresholds["savings_plan_unused_tolerance_seconds"]:
             findings.append(("SAVINGS_PLAN_UNUSED", "plan:sp-h100-sim", dd))
     return [row], findings
