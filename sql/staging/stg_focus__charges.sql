@@ -6,7 +6,8 @@
 --
 -- Periods: landing quarantines a row whose ChargePeriodStart/End is not a FOCUS date/time or
 -- whose period is empty (recon/ingest/focus.py FOCUS_DATETIME); the same pattern guards the casts
--- here, so a value such as `4/1/25` never casts to the year 4.
+-- here, so a value such as `4/1/25` never casts to the year 4. A time ending in ` UTC` (BigQuery's
+-- TIMESTAMP in a CSV extract, the way Google Cloud's FOCUS export reaches a file) casts as UTC.
 --
 -- Units follow the FOCUS Unit Format (FOCUS_Spec specification/attributes/unit_format.md): a
 -- compound unit joins base units with "-" ("GB-Hours", "vCPU-Hours", "Lambda-GB-Seconds"), a ratio
@@ -36,8 +37,8 @@ with source as (
 typed as (
     select
         *,
-        regexp_full_match(doc ->> '$.ChargePeriodStart', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?') as start_ok,
-        regexp_full_match(doc ->> '$.ChargePeriodEnd', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?') as end_ok,
+        regexp_full_match(doc ->> '$.ChargePeriodStart', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?(?:Z|[+-][0-9]{2}:?[0-9]{2}| UTC)?|(?:Z|[+-][0-9]{2}:?[0-9]{2})?)') as start_ok,
+        regexp_full_match(doc ->> '$.ChargePeriodEnd', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?(?:Z|[+-][0-9]{2}:?[0-9]{2}| UTC)?|(?:Z|[+-][0-9]{2}:?[0-9]{2})?)') as end_ok,
         regexp_extract(lower(trim(doc ->> '$.ConsumedUnit')),
                        '^(?:([0-9]+) +)?(?:(?:instance|node)[- ])?(hours?|hrs?|minutes?|seconds?|milliseconds?|days?)$',
                        ['qty', 'base']) as unit_parts,
