@@ -171,31 +171,42 @@ def test_gpu_nodes_reconcile(landed):
         ("i-0abc123def4567890", "BILLED_AFTER_EXIT")]
 
 
-def _aws_parquet(path):
-    """aws_focus12.csv as Parquet with the types AWS documents for the FOCUS 1.2 table: costs
-    and quantities `double`, periods `timestamp_milliseconds`, and Tags a map of strings."""
+NUMBERS = {"BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "ConsumedQuantity",
+           "PricingQuantity", "ContractedUnitPrice", "ListUnitPrice"}
+STAMPS = {"BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"}
+
+
+def _parquet(name, path, number, stamp, tags):
+    """A reference CSV as Parquet, its costs and quantities of type `number`, its periods of
+    type `stamp`, its Tags of type `tags` (a map: each cell's JSON object as its pairs)."""
     import csv
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = list(csv.DictReader((REF / "aws_focus12.csv").open(newline="", encoding="utf-8")))
-    doubles = {"BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "ConsumedQuantity",
-               "PricingQuantity", "ContractedUnitPrice", "ListUnitPrice"}
-    stamps = {"BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"}
+    rows = list(csv.DictReader((REF / name).open(newline="", encoding="utf-8")))
     cols = {}
     for c in rows[0]:
         vals = [r[c] or None for r in rows]
-        if c in doubles:
-            cols[c] = pa.array([None if v is None else float(v) for v in vals], pa.float64())
-        elif c in stamps:
-            cols[c] = pa.array([parse_focus_datetime(v) for v in vals], pa.timestamp("ms", tz="UTC"))
-        elif c == "Tags":
-            cols[c] = pa.array([list(json.loads(v).items()) for v in vals],
-                               pa.map_(pa.string(), pa.string()))
+        if c in NUMBERS:
+            conv = float if pa.types.is_floating(number) else Decimal
+            cols[c] = pa.array([None if v is None else conv(v) for v in vals], number)
+        elif c in STAMPS:
+            cols[c] = pa.array([parse_focus_datetime(v) for v in vals], stamp)
+        elif c == "Tags" and pa.types.is_map(tags):
+            cols[c] = pa.array([list(json.loads(v).items()) for v in vals], tags)
         else:
             cols[c] = pa.array(vals, pa.string())
     pq.write_table(pa.table(cols), path)
+
+
+def _aws_parquet(path):
+    """aws_focus12.csv with the types AWS documents for the FOCUS 1.2 table: costs and
+    quantities `double`, periods `timestamp_milliseconds`, and Tags a map of strings."""
+    import pyarrow as pa
+
+    _parquet("aws_focus12.csv", path, pa.float64(), pa.timestamp("ms", tz="UTC"),
+             pa.map_(pa.string(), pa.string()))
 
 
 def test_aws_parquet_with_its_documented_types(tmp_path):
@@ -259,3 +270,27 @@ def test_a_time_in_another_zone_name_is_quarantined_with_its_reason(tmp_path):
                    "YYYY-MM-DDTHH:mm:ssZ): '2025-04-02 04:00:00 America/Los_Angeles'")]
     assert res.quarantined == 1
     assert con.execute("select count(*) from raw.focus_rows").fetchone()[0] == 2
+
+
+def test_gcp_parquet_with_bigquery_types(tmp_path):
+    """gcp_focus_bq_extract.csv as a BigQuery table exported to Parquet: NUMERIC costs (38 digits,
+    9 after the point) as decimal(38, 9), TIMESTAMPs (microseconds) as timestamp[us, UTC]. The
+    decimals land exactly and the node reconciles as from the CSV."""
+    import pyarrow as pa
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _parquet("gcp_focus_bq_extract.csv", folder / "000000000000.parquet", pa.decimal128(38, 9),
+             pa.timestamp("us", tz="UTC"), pa.string())
+    _nodes(folder, GCP_NODE)
+    run(folder, tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    assert con.execute("select count(*) from raw.quarantine").fetchone()[0] == 0
+    assert con.execute("select count(*) from raw.focus_rows").fetchone()[0] == 3
+    # 0.000123 written as decimal(38, 9) (0.000123000), 2.75e-3 as 0.002750000
+    assert con.execute("select consumed_quantity, billed_cost from marts.focus_charges "
+                       "where resource_id = 'acme-ml-checkpoints'").fetchone() == (
+        Decimal("0.00275"), Decimal("0.000123"))
+    assert con.execute("select resource_id, billed_seconds, billed_after_exit_seconds, billed_amount "
+                       "from marts.resource_day").fetchall() == [
+        ("gpu-node-1", Decimal("7200.000"), Decimal("3600.000"), Decimal("5.867816"))]
