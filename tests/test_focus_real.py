@@ -27,6 +27,12 @@ formats each export is documented or observed to write:
   focus/metadata, "String encoding: UTF-8"; x_AccountName, x_BilledCostInUsd,
   x_ResourceGroupName, x_SkuMeterCategory) as Windows tools save a CSV: a byte order mark, CRLF
   line ends, every cell quoted; a daily row (Azure's exports are daily) with 2 Hours of a VM.
+* oci_focus_report.csv, landed as the `.csv.gz` OCI writes under `FOCUS Reports/`: the columns of
+  OCI's FOCUS reports as Oracle's own loader reads them (oracle-samples/usage-reports-to-adw
+  focus2adw/focus2adw.py at 73cbe55d0cf2dab6d6ebc24dc5433c390dd17929: FOCUS 0.5's Provider,
+  Publisher, InvoiceIssuer, Region, UsageQuantity, UsageUnit "In OCI", plus the oci_ columns;
+  ChargePeriodStart read as its date and `HH:MM`), times as `2025-04-02T10:00Z`. Its units are
+  left empty: no OCI row is public to copy them from.
 
 Each GPU VM is a Kubernetes node (test_focus_any_cloud._cloud_node: node created 09:58, its one
 pod's container finished 11:00) billed for 2 hours.
@@ -74,6 +80,9 @@ def landed(tmp_path_factory):
     (folder / "focus-00001.csv.gz").write_bytes(gzip.compress((REF / "aws_focus12.csv").read_bytes()))
     shutil.copy(REF / "gcp_focus_bq_extract.csv", folder)
     shutil.copy(REF / "azure_focus_cost.csv", folder)
+    (folder / "FOCUS Reports").mkdir()
+    (folder / "FOCUS Reports" / "0001000001234567.csv.gz").write_bytes(
+        gzip.compress((REF / "oci_focus_report.csv").read_bytes()))
     _nodes(folder, AWS_NODE, GCP_NODE, AZURE_NODE)
     res = run(folder, tmp / "db.duckdb")
     con = connect(tmp / "db.duckdb", read_only=True)
@@ -94,18 +103,21 @@ def test_every_row_of_each_export_lands(landed):
     assert _by_file(con, "focus-00001.csv.gz") == _data_lines(REF / "aws_focus12.csv") == 4
     assert _by_file(con, "gcp_focus_bq_extract.csv") == _data_lines(REF / "gcp_focus_bq_extract.csv") == 3
     assert _by_file(con, "azure_focus_cost.csv") == _data_lines(REF / "azure_focus_cost.csv") == 2
+    assert _by_file(con, "0001000001234567.csv.gz") == _data_lines(REF / "oci_focus_report.csv") == 2
     # the warehouse holds the files' BilledCost to the last decimal: AWS 1.006 + 1.006 + 6.123E-7
-    # + 0.30, Google 2.933908 + 2.933908 + 0.000123, Azure 1.052 + 0.0064
+    # + 0.30, Google 2.933908 + 2.933908 + 0.000123, Azure 1.052 + 0.0064, OCI 2 + 0.0425
     aws = Decimal("1.006") * 2 + Decimal("0.0000006123") + Decimal("0.30")
     gcp = Decimal("2.933908") * 2 + Decimal("0.000123")
     azure = Decimal("1.052") + Decimal("0.0064")
-    assert con.execute("select sum(billed_cost) from marts.focus_charges").fetchone()[0] == aws + gcp + azure
+    oci = Decimal("2") + Decimal("0.0425")
+    assert con.execute("select sum(billed_cost) from marts.focus_charges").fetchone()[0] == (
+        aws + gcp + azure + oci)
 
 
 def test_aws_cells(landed):
     _, con = landed
     docs = [json.loads(d) for (d,) in con.execute(
-        "select doc from raw.focus_rows where source_file like '%.csv.gz' order by record_no").fetchall()]
+        "select doc from raw.focus_rows where source_file like '%focus-00001.csv.gz' order by record_no").fetchall()]
     # the quoted comma stays in its cell; the doubled quotes of the JSON Tags are one quote
     assert docs[0]["InvoiceIssuerName"] == "Amazon Web Services, Inc."
     assert json.loads(docs[0]["Tags"]) == {"user:team": "ml", "aws:eks:cluster-name": "gpu"}
@@ -149,6 +161,21 @@ def test_azure_bom_crlf_and_quoted_cells(landed):
     assert con.execute("select charge_period_start, charge_period_end, consumed_quantity "
                        "from marts.focus_charges where resource_id = 'gpu-vm-1'").fetchall() == [
         (datetime(2025, 4, 2, tzinfo=UTC), datetime(2025, 4, 3, tzinfo=UTC), Decimal("2"))]
+
+
+def test_oci_report_columns(landed):
+    _, con = landed
+    # FOCUS 0.5's Provider, Publisher, InvoiceIssuer and Region name what the later names would
+    assert con.execute(
+        "select distinct provider_name, publisher_name, invoice_issuer_name, region_id "
+        "from marts.focus_charges where focus_resource_id like 'ocid1.%'").fetchall() == [
+        ("OCI", "Oracle", "Oracle", "us-ashburn-1")]
+    # `2025-04-02T10:00Z` is 10:00 UTC; without a duration unit the GPU hour is another charge
+    assert con.execute("select charge_period_start, charge_period_end, billed_cost, reconciled "
+                       "from marts.focus_charges where resource_id = 'ocid1.instance.oc1.iad.anuwcljtgpu1'"
+                       ).fetchall() == [
+        (datetime(2025, 4, 2, 10, tzinfo=UTC), datetime(2025, 4, 2, 11, tzinfo=UTC), Decimal("2"),
+         False)]
 
 
 def test_gpu_nodes_reconcile(landed):
