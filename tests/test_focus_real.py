@@ -22,7 +22,9 @@ formats each export is documented or observed to write:
   (docs.cloud.google.com/billing/docs/how-to/export-data-bigquery-tables/focus-export); `bq
   extract` writes its TIMESTAMPs as `2025-04-02 10:00:00 UTC` ("bq extract outputs TIMESTAMP
   fields using the 'UTC' suffix instead of 'Z'", bxparks/bigquery-schema-generator#19). Its GPU
-  SKU meters seconds (ConsumedUnit `seconds`) priced by the hour.
+  SKU meters seconds (ConsumedUnit `seconds`) priced by the hour; with one GPU its seconds are
+  the VM's. Only that SKU is here: the VM's cores and memory, billed as SKUs of their own on
+  the same ResourceId, would add their seconds to the node's (a gap this file does not cover).
 * azure_focus_cost.csv: a Cost Management FOCUS export (learn.microsoft.com/cloud-computing/finops/
   focus/metadata, "String encoding: UTF-8"; x_AccountName, x_BilledCostInUsd,
   x_ResourceGroupName, x_SkuMeterCategory) as Windows tools save a CSV: a byte order mark, CRLF
