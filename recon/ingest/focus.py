@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -37,11 +38,15 @@ USAGE_SIGNATURE = {"ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory", "Pr
 #: MUST be in UTC", "extended ISO 8601 format with UTC offset ('YYYY-MM-DDTHH:mm:ssZ')". Read as
 #: such: a date, or a date and time separated by `T` (or the space SQL exports write), seconds
 #: and fractions optional, ending in `Z`, an offset (`+00:00`; another is unambiguous and is
-#: converted) or nothing (UTC by that rule). Anything else (a US `4/1/25`, a day-first date, a
-#: month name) is quarantined: casting it would guess the year. stg_focus__charges applies the
-#: same pattern.
+#: converted) or nothing (UTC by that rule). A time may also end in ` UTC`: BigQuery writes a
+#: TIMESTAMP so when it extracts a table to CSV ("bq extract outputs TIMESTAMP fields using the
+#: 'UTC' suffix instead of 'Z'", bxparks/bigquery-schema-generator#19), which is how Google
+#: Cloud's FOCUS export (a BigQuery table) reaches a file. Anything else (a US `4/1/25`, a
+#: day-first date, a month name) is quarantined: casting it would guess the year.
+#: stg_focus__charges applies the same pattern.
 FOCUS_DATETIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)?(?:Z|[+-]\d{2}:?\d{2})?")
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2}| UTC)?"
+    r"|(?:Z|[+-]\d{2}:?\d{2})?)")
 PERIOD = ("ChargePeriodStart", "ChargePeriodEnd")
 
 
@@ -50,6 +55,8 @@ def parse_focus_datetime(v: str) -> datetime | None:
     v = v.strip()
     if not FOCUS_DATETIME.fullmatch(v):
         return None
+    if v.endswith(" UTC"):
+        v = v[:-4] + "+00:00"
     try:
         d = datetime.fromisoformat(v.replace(" ", "T", 1).replace("Z", "+00:00"))
     except ValueError:  # 2026-02-30, 25:00
@@ -98,6 +105,11 @@ def _check(row: dict) -> str | None:
 def _null(v) -> str | None:
     if v is None:
         return None
+    if isinstance(v, list | dict):
+        # a nested Parquet value (Tags is key-value data, FOCUS_Spec columns/tags.md, which a
+        # Parquet writer may type as a map, a struct or a list): its JSON, as a CSV export
+        # writes it, not Python's repr of it
+        return json.dumps(v, default=str, ensure_ascii=False)
     v = str(v)
     return None if v == "" or v.strip().upper() == "NULL" else v
 
@@ -132,13 +144,19 @@ def read_focus_csv(res, text: str) -> None:
 
 
 def read_focus_parquet(res, path) -> bool:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
     if not is_focus_columns(table.column_names):
         return False
     res.kind = "focus_parquet"
+    # pyarrow gives a map's value as a list of (key, value) pairs: a map is a JSON object
+    maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
     for i, row in enumerate(table.to_pylist(), start=1):
+        for c in maps:
+            if row[c] is not None:
+                row[c] = dict(row[c])
         row = _clean(row)
         why = _check(row)
         if why:

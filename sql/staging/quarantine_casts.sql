@@ -46,8 +46,8 @@ focus as (
            || coalesce(doc ->> '$.ChargePeriodEnd', 'null') as reason, doc::varchar as record
     from raw.focus_rows
     where not coalesce(
-        regexp_full_match(doc ->> '$.ChargePeriodStart', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?')
-        and regexp_full_match(doc ->> '$.ChargePeriodEnd', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?')
+        regexp_full_match(doc ->> '$.ChargePeriodStart', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?(?:Z|[+-][0-9]{2}:?[0-9]{2}| UTC)?|(?:Z|[+-][0-9]{2}:?[0-9]{2})?)')
+        and regexp_full_match(doc ->> '$.ChargePeriodEnd', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?(?:Z|[+-][0-9]{2}:?[0-9]{2}| UTC)?|(?:Z|[+-][0-9]{2}:?[0-9]{2})?)')
         and try_cast(doc ->> '$.ChargePeriodEnd' as timestamptz)
             > try_cast(doc ->> '$.ChargePeriodStart' as timestamptz), false)
 ),

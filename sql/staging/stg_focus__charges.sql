@@ -6,7 +6,8 @@
 --
 -- Periods: landing quarantines a row whose ChargePeriodStart/End is not a FOCUS date/time or
 -- whose period is empty (recon/ingest/focus.py FOCUS_DATETIME); the same pattern guards the casts
--- here, so a value such as `4/1/25` never casts to the year 4.
+-- here, so a value such as `4/1/25` never casts to the year 4. A time ending in ` UTC` (BigQuery's
+-- TIMESTAMP in a CSV extract, the way Google Cloud's FOCUS export reaches a file) casts as UTC.
 --
 -- Units follow the FOCUS Unit Format (FOCUS_Spec specification/attributes/unit_format.md): a
 -- compound unit joins base units with "-" ("GB-Hours", "vCPU-Hours", "Lambda-GB-Seconds"), a ratio
@@ -36,8 +37,8 @@ with source as (
 typed as (
     select
         *,
-        regexp_full_match(doc ->> '$.ChargePeriodStart', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?') as start_ok,
-        regexp_full_match(doc ->> '$.ChargePeriodEnd', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?') as end_ok,
+        regexp_full_match(doc ->> '$.ChargePeriodStart', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?(?:Z|[+-][0-9]{2}:?[0-9]{2}| UTC)?|(?:Z|[+-][0-9]{2}:?[0-9]{2})?)') as start_ok,
+        regexp_full_match(doc ->> '$.ChargePeriodEnd', '[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?(?:Z|[+-][0-9]{2}:?[0-9]{2}| UTC)?|(?:Z|[+-][0-9]{2}:?[0-9]{2})?)') as end_ok,
         regexp_extract(lower(trim(doc ->> '$.ConsumedUnit')),
                        '^(?:([0-9]+) +)?(?:(?:instance|node)[- ])?(hours?|hrs?|minutes?|seconds?|milliseconds?|days?)$',
                        ['qty', 'base']) as unit_parts,
@@ -93,18 +94,25 @@ final as (
         -- (FOCUS_Spec columns/providername.md "Deprecated (version) 1.3 Replaced by
         -- ServiceProviderName"; publishername.md "Deprecated (version) 1.3"): a file without
         -- them names its provider there
-        coalesce(doc ->> '$.ProviderName', doc ->> '$.ServiceProviderName') as provider_name,
-        coalesce(doc ->> '$.PublisherName', doc ->> '$.ServiceProviderName') as publisher_name,
+        -- FOCUS 0.5 named the columns Provider, Publisher, InvoiceIssuer and Region (FOCUS_Spec
+        -- columns/region.md "Column ID Region ... Introduced (version) 0.5"), and OCI's FOCUS
+        -- reports still do (oracle-samples/usage-reports-to-adw focus2adw/focus2adw.py reads
+        -- 'Provider', 'Publisher', 'InvoiceIssuer' and "'Region' ... In OCI as Region and not
+        -- RegionId"): a file without the later names names them there
+        coalesce(doc ->> '$.ProviderName', doc ->> '$.ServiceProviderName', doc ->> '$.Provider')
+            as provider_name,
+        coalesce(doc ->> '$.PublisherName', doc ->> '$.ServiceProviderName', doc ->> '$.Publisher')
+            as publisher_name,
         -- FOCUS 1.3's own names, NULL in a 1.2 file: the FOCUS 1.3 export writes them back
         -- (a marketplace seller and the cloud hosting it are two entities there)
         doc ->> '$.ServiceProviderName' as service_provider_name,
         doc ->> '$.HostProviderName' as host_provider_name,
-        doc ->> '$.InvoiceIssuerName' as invoice_issuer_name,
+        coalesce(doc ->> '$.InvoiceIssuerName', doc ->> '$.InvoiceIssuer') as invoice_issuer_name,
         doc ->> '$.InvoiceId' as invoice_id,
         doc ->> '$.BillingAccountId' as billing_account_id,
         doc ->> '$.BillingAccountName' as billing_account_name,
         doc ->> '$.SubAccountId' as sub_account_id,
-        doc ->> '$.RegionId' as region_id,
+        coalesce(doc ->> '$.RegionId', doc ->> '$.Region') as region_id,
         doc ->> '$.BillingCurrency' as billing_currency,
         -- seconds of one consumed (pricing) unit when the unit is a duration (see the header)
         case regexp_replace(unit_parts.base, 's$', '')
