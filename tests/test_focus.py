@@ -98,8 +98,10 @@ def test_focus_csv_gpu_node_reconciles(tmp_path):
                            "where resource_id = 'i-0abc123'").fetchall())
     assert seg["busy"] == Decimal("3000.000") and seg["startup"] == Decimal("600.000")
     assert seg["tail"] == Decimal("9000.000")
-    codes = [r[0] for r in con.execute("select code from marts.findings").fetchall()]
-    assert codes == ["BILLED_AFTER_EXIT"]
+    found = con.execute("select code, message from marts.findings").fetchall()
+    assert [c for c, _ in found] == ["BILLED_AFTER_EXIT"]
+    # an EC2 instance from a FOCUS file is named as one, not as a Runpod pod
+    assert found[0][1].startswith("Instance i-0abc123 (node ip-10-0-1-5) kept billing compute")
 
 
 def test_focus_parquet_and_13_columns(tmp_path):

@@ -45,7 +45,7 @@ rate_days as (
 rate_mismatch as (
     select 'RATE_MISMATCH', 'error', resource_id, day, day::timestamptz, day::timestamptz + interval 1 day,
            ms, billed - expected,
-           'Runpod pod ' || resource_id || ' was billed $' || round(billed, 4) || ' for compute on ' || day
+           (case when resource_id in (select pod_id from intermediate.int_runpod__pod_buckets where source_format = 'focus') then 'Instance ' else 'Runpod pod ' end) || resource_id || ' was billed $' || round(billed, 4) || ' for compute on ' || day
                || ' at $' || round(charged_rate, 4) || '/h (' || rate_source || '), but ' || (ms // 1000)
                || ' s at the contracted $' || round(contracted_rate, 4) || '/h'
                || coalesce(' (savings plan ' || plan_id || ')', ' (rate card)') || ' come to $' || round(expected, 4)
@@ -80,7 +80,7 @@ exceeds as (
                         - epoch_ms(greatest(g.seg_start, c.covered_until))) / g.ms as decimal(38, 12)))
               from intermediate.int_resource__instance_segments g
              where g.session_id = c.session_id and g.seg_end > c.covered_until),
-           'Runpod pod ' || c.resource_id || ' was billed for compute until '
+           (case when c.resource_id in (select pod_id from intermediate.int_runpod__pod_buckets where source_format = 'focus') then 'Instance ' else 'Runpod pod ' end) || c.resource_id || ' was billed for compute until '
                || strftime(c.end_at, '%Y-%m-%dT%H:%M:%SZ') || ' but its Kubernetes node was removed at '
                || strftime(c.covered_until, '%Y-%m-%dT%H:%M:%SZ') || ': '
                || ((epoch_ms(c.end_at) - epoch_ms(c.start_at) - least(c.covered_ms, epoch_ms(c.end_at) - epoch_ms(c.start_at))) // 1000)

@@ -39,7 +39,7 @@ after_exit as (
            from intermediate.int_resource__instance_segments g
           where g.session_id = s.session_id and g.category = 'tail'
             and g.seg_end > s.allowed_until) as amount_at_stake,
-        'Runpod pod ' || s.resource_id || ' (node ' || coalesce(s.node_name, '?') || ') kept billing compute for '
+        (case when s.resource_id in (select pod_id from intermediate.int_runpod__pod_buckets where source_format = 'focus') then 'Instance ' else 'Runpod pod ' end) || s.resource_id || ' (node ' || coalesce(s.node_name, '?') || ') kept billing compute for '
             || ((epoch_ms(s.end_at) - epoch_ms(s.last_finished_at)) // 1000) || ' s after its last task ('
             || coalesce(s.last_pod, '?') || ') finished at ' || strftime(s.last_finished_at, '%Y-%m-%dT%H:%M:%SZ')
             || '; compute stopped at ' || strftime(s.end_at, '%Y-%m-%dT%H:%M:%SZ') || '. Expected tail at most '
@@ -132,7 +132,7 @@ without_activity as (
         cast(d.billed_seconds * 1000 as bigint),
         (select sum(amount) from marts.billed_segments g where g.resource_id = d.resource_id and g.day = d.day
             and g.category in ('unobserved', 'idle_gap', 'startup', 'busy', 'tail')),
-        'Runpod pod ' || d.resource_id || ' billed ' || secs_text(d.billed_seconds) || ' s of compute on ' || d.day
+        (case when d.resource_id in (select pod_id from intermediate.int_runpod__pod_buckets where source_format = 'focus') then 'Instance ' else 'Runpod pod ' end) || d.resource_id || ' billed ' || secs_text(d.billed_seconds) || ' s of compute on ' || d.day
             || case when not exists (select 1 from intermediate.int_k8s__node_resources r where r.resource_id = d.resource_id)
                     then ' but maps to no Kubernetes node, so no workload was observed on it'
                     else ' but no GPU workload ran on its node that day' end
