@@ -149,3 +149,23 @@ def test_the_gate_passes_a_landing_with_a_focus_file(tmp_path):
     assert res.validation.success, res.validation.summary()
     tie = [r for r in res.validation.rows if r[1] == "raw.files" and r[3] == "loaded_difference"]
     assert tie and all(r[4] for r in tie)
+
+
+def test_an_hour_split_between_a_savings_plan_and_on_demand_counts_once(tmp_path):
+    """AWS splits one instance-hour into rows when a Savings Plan covers part of it (the covered
+    part, then the on-demand rest, same SKU): the rows' seconds add up to the hour (36 + 24 min)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    k8s(folder)
+    covered, rest = row(10, 36), row(10, 24)
+    for r in (covered, rest):
+        r["SkuId"] = "JRTCKXETXF"
+    covered["BilledCost"] = "0"  # paid by the plan's commitment
+    write_csv(folder / "focus.csv", [covered, rest], cols=[*COLS_12, "SkuId"])
+    run(folder, tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    try:
+        assert con.execute("select billed_seconds from marts.resource_day").fetchall() == [
+            (Decimal("3600.000"),)]
+    finally:
+        con.close()

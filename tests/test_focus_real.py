@@ -323,3 +323,28 @@ def test_gcp_parquet_with_bigquery_types(tmp_path):
     assert con.execute("select resource_id, billed_seconds, billed_after_exit_seconds, billed_amount "
                        "from marts.resource_day").fetchall() == [
         ("gpu-node-1", Decimal("7200.000"), Decimal("3600.000"), Decimal("5.867816"))]
+
+
+def test_a_gpu_vm_metered_by_several_skus_counts_its_hours_once(tmp_path):
+    """Google Cloud bills a GPU VM's hour per SKU: the GPU, the vCPUs (core-seconds: 12 vCPUs of
+    an a2-highgpu-1g × 3,600 s = 43,200), the memory (GiB-seconds, not a duration). AWS splits
+    one SKU's hour when a Savings Plan covers part of it (0.6 + 0.4 Hrs). Either way the node ran
+    the hour once: its seconds are the largest SKU's, at most the hour; its money every row's."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    text = (REF / "gcp_focus_bq_extract.csv").read_text(encoding="utf-8").splitlines()
+    header, gpu_10 = text[0], text[1]
+    cores = gpu_10.replace("Nvidia Tesla A100 GPU running in Americas", "A2 Instance Core running in Americas")
+    cores = cores.replace(",2.933908,2.933908,2.933908,2.933908,3600,seconds,1,hour,",
+                          ",0.379128,0.379128,0.379128,0.379128,43200,seconds,12,hour,")
+    cores = cores.replace("039F-F0B4-1D3A", "B2E1-6F5C-0A11")
+    assert cores != gpu_10 and cores.count("43200") == 1
+    (folder / "gcp.csv").write_text("\n".join([header, gpu_10, cores]) + "\n", encoding="utf-8")
+    _nodes(folder, GCP_NODE)
+    run(folder, tmp_path / "db.duckdb")
+    con = connect(tmp_path / "db.duckdb", read_only=True)
+    try:
+        assert con.execute("select resource_id, billed_seconds, billed_amount from marts.resource_day"
+                           ).fetchall() == [("gpu-node-1", Decimal("3600.000"), Decimal("3.313036"))]
+    finally:
+        con.close()

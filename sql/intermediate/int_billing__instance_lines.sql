@@ -30,6 +30,30 @@ runpod as (
     from pod_billing
 ),
 
+-- a VM's time is metered once per SKU: Google Cloud bills a GPU VM's hour as its GPU, its
+-- cores and its memory, each a row of the same resource and hour; AWS splits one SKU's hour into
+-- rows (part covered by a Savings Plan, part on demand). So the seconds of a resource's piece are
+-- the largest of its SKUs' sums, and no more than the piece itself when several SKUs meter it (a
+-- core SKU counts core-seconds: 12 vCPUs × an hour is 43,200 "seconds" of one hour).
+sku_seconds as (
+    select resource_key, piece_start, piece_end, coalesce(sku_id, '') as sku,
+           sum(coalesce(consumed_quantity * consumed_unit_seconds, pricing_quantity * pricing_unit_seconds))
+               as seconds
+    from charges
+    where is_instance_compute
+    group by all
+),
+
+piece_seconds as (
+    select resource_key, piece_start, piece_end,
+           case when count(seconds) > 1
+                then least(max(seconds), cast(epoch_ms(piece_end) - epoch_ms(piece_start) as decimal(38, 3))
+                                   * 0.001::decimal(4, 3))
+                else max(seconds) end as seconds
+    from sku_seconds
+    group by resource_key, piece_start, piece_end
+),
+
 focus as (
     select
         resource_key as pod_id,
@@ -40,9 +64,9 @@ focus as (
         cast(0 as decimal(38, 12)) as disk_amount_usd,
         coalesce(sum(case when usage_only then coalesce(priced_cost, billed_cost) else billed_cost end),
                  case when bool_or(usage_only) then 0 end) as total_amount_usd,
-        -- the consumed time, else (no ConsumedQuantity, a conditional FOCUS column) the priced time
-        sum(coalesce(consumed_quantity * consumed_unit_seconds, pricing_quantity * pricing_unit_seconds))
-            as compute_seconds_billed,
+        -- the consumed time, else (no ConsumedQuantity, a conditional FOCUS column) the priced
+        -- time, of the SKU that meters the most of it (piece_seconds)
+        any_value(p.seconds) as compute_seconds_billed,
         cast(null as bigint) as disk_gb_billed,
         'focus' as source_format,
         -- ContractedUnitPrice is per PricingUnit: per hour when that unit is a duration
@@ -56,6 +80,7 @@ focus as (
         min(source_file) as source_file,
         min(record_no) as record_no
     from charges
+    left join piece_seconds p using (resource_key, piece_start, piece_end)
     where is_instance_compute
     group by resource_key, piece_start, piece_end
 ),
