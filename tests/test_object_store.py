@@ -9,7 +9,6 @@ SignatureDoesNotMatch 403, SlowDown 503: "Reduce your request rate").
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from recon.db import connect
 from recon.ingest import land, mirror
 from recon.pipeline import run
 from recon.simulate import simulate
-from tests.fakes.s3_server import FakeS3
+from tests.fakes.s3_server import fake_s3
 
 BUCKET = "recon-landing"
 ACCESS_KEY = "AKIARECONTESTKEY0001"
@@ -32,18 +31,8 @@ MARTS = ("resource_day", "billed_segments", "allocation", "waste", "findings", "
 
 @pytest.fixture(scope="module")
 def s3():
-    with pytest.MonkeyPatch.context() as mp:
-        for var in [v for v in os.environ if v.startswith("AWS_")]:
-            mp.delenv(var)  # only what the test sets: no profile, no other endpoint
-        mp.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-        mp.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-        mp.setenv("AWS_REGION", "us-east-1")
-        # no instance-metadata lookups from the client or boto3
-        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
-        with FakeS3() as fake:
-            mp.setenv("AWS_ENDPOINT_URL", fake.endpoint)
-            fake.create_bucket(BUCKET)
-            yield fake
+    with pytest.MonkeyPatch.context() as mp, fake_s3(mp, ACCESS_KEY, SECRET_KEY, (BUCKET,)) as fake:
+        yield fake
 
 
 @pytest.fixture(scope="module")

@@ -183,7 +183,8 @@ def demo(db: Path = typer.Option(DEMO_DB, help="DuckDB file to write: its own, n
                   soft_wrap=True, markup=False)
 
 
-def serve(landing_dir: Path = typer.Option(Path("data/landing"), help="Landing area to load"),
+def serve(landing_dir: str = typer.Option("data/landing", help="Landing area to load: a folder, "
+                                          "or s3://BUCKET/PREFIX"),
           db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to write"),
           cron: str = typer.Option("30 2 * * *", help="UTC cron; each run reconciles the day before"),
           port: int = typer.Option(4200, help="Port of the local Prefect server started when "

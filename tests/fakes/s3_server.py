@@ -4,8 +4,8 @@ answer a request with an S3 error instead of passing it on.
 
 Usage::
 
-    with FakeS3() as s3:                    # AWS_* of the environment: set by the caller
-        s3.create_bucket("recon-landing")
+    with fake_s3(monkeypatch, "AKIA...", "secret", ("recon-landing",)) as s3:  # sets AWS_*
+        # (or FakeS3() alone, the environment set by the caller)
         s3.put("recon-landing", "landing/k8s/a.jsonl", b"...")
         s3.fail("list", 503, "SlowDown")    # the next LIST answers 503 SlowDown, once
         s3.fail("get", 403, "AccessDenied", times=None)  # every GET, until `s3.clear()`
@@ -20,7 +20,10 @@ said does not reach a message unfiltered.
 
 from __future__ import annotations
 
+import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote
 
@@ -45,6 +48,25 @@ class _Fault:
     times: int | None  # None: until cleared
     bucket: str | None
     echo: dict[str, str]
+
+
+@contextmanager
+def fake_s3(mp, access_key: str, secret_key: str, buckets: tuple[str, ...] = ()
+            ) -> Iterator[FakeS3]:
+    """A FakeS3 with the environment a production run reads (pytest's MonkeyPatch `mp`): only
+    these AWS_* variables (no profile, no other endpoint, no instance-metadata lookups), the
+    endpoint this server's."""
+    for var in [v for v in os.environ if v.startswith("AWS_")]:
+        mp.delenv(var)
+    mp.setenv("AWS_ACCESS_KEY_ID", access_key)
+    mp.setenv("AWS_SECRET_ACCESS_KEY", secret_key)
+    mp.setenv("AWS_REGION", "us-east-1")
+    mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with FakeS3() as fake:
+        mp.setenv("AWS_ENDPOINT_URL", fake.endpoint)
+        for b in buckets:
+            fake.create_bucket(b)
+        yield fake
 
 
 class FakeS3:
