@@ -171,6 +171,43 @@ def test_a_503_on_the_first_list_and_get_is_retried(tmp_path, s3, landing):
     assert (s3.count("get", 503), s3.count("get", 200)) == (1, len(files))
 
 
+def test_an_object_deleted_between_the_list_and_its_get_is_gone(tmp_path, s3, landing):
+    """GetObject of a key deleted since the listing answers 404 NoSuchKey: the object is
+    gone, as if it had not been listed, and the run goes on."""
+    _, files = landing
+    s3.clear()
+    s3.fail("get", 404, "NoSuchKey")
+    res = mirror.mirror(f"s3://{BUCKET}/landing", tmp_path)
+    [(_, _, key, _)] = [r for r in s3.seen if r[0] == "get" and r[3] == 404]
+    gone = key.removeprefix("landing/")
+    assert res.removed == [gone] and res.downloaded == len(files) - 1
+    assert not (res.folder / gone).exists()
+    assert gone not in mirror._load_manifest(res.folder, res.url)
+
+
+def test_keys_without_a_safe_local_path(tmp_path, s3):
+    """S3 keys are any UTF-8 (ListObjectsV2 returns them as written). `a\\b` is no POSIX path
+    part: not mirrored, named. `a/../../x` would write outside the cache folder: the client
+    (object_store's Path) refuses to list a prefix holding it, and the error names the key."""
+    s3.clear()
+    for key in ("unsafe/ok.json", "unsafe/a\\b.json"):
+        s3.put(BUCKET, key, b"{}")
+    res = mirror.mirror(f"s3://{BUCKET}/unsafe", tmp_path / "cache")
+    assert res.refused == ["a\\b.json"]
+    assert res.downloaded == 1 and (res.folder / "ok.json").read_bytes() == b"{}"
+    assert [p.name for p in tmp_path.rglob("*.json") if p.name != mirror.MANIFEST] == ["ok.json"]
+    assert "1 not mirrored (a key with a backslash or NUL has no safe local path)" in res.summary()
+
+    s3.put(BUCKET, "unsafe/a/../../../escape.json", b"{}")
+    with pytest.raises(mirror.ObjectStoreError) as e:
+        mirror.mirror(f"s3://{BUCKET}/unsafe", tmp_path / "cache")
+    assert str(e.value) == (f"listing s3://{BUCKET}/unsafe/ failed: the object store client "
+                            "cannot list the prefix: 'unsafe/a/../../../escape.json' has a '.', "
+                            "'..' or empty part (such as a//b), which it refuses as a path; "
+                            "rename that object, or give a prefix without it")
+    assert not list(tmp_path.rglob("escape.json"))
+
+
 def test_a_store_down_past_the_retries_is_a_clear_error(tmp_path, s3, landing, monkeypatch):
     monkeypatch.setattr(mirror, "RETRY", {"max_retries": 2, "retry_timeout": timedelta(seconds=5),
                                           "backoff": {"init_backoff": timedelta(milliseconds=10),

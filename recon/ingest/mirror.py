@@ -81,8 +81,8 @@ class MirrorResult:
                     f"(what they landed stays): {', '.join(self.removed[:5])}"
                     + (" …" if len(self.removed) > 5 else ""))
         if self.refused:
-            out += (f", {len(self.refused)} not mirrored (a key with an empty, '.' or '..' "
-                    f"part has no safe local path): {', '.join(self.refused[:5])}")
+            out += (f", {len(self.refused)} not mirrored (a key with a backslash or NUL has no "
+                    f"safe local path): {', '.join(self.refused[:5])}")
         return out
 
 
@@ -153,17 +153,23 @@ def _store_error(e: Exception, doing: str, url: str) -> ObjectStoreError:
     retries = m.group(1) if (m := re.search(r"retries: (\d+)", text)) else None
     bucket = parse_url(url)[0]
     name = type(e).__name__
-    if code == "NoSuchBucket" or (name == "NotFoundError" and doing == "listing"):
+    if code == "NoSuchBucket" or (name == "FileNotFoundError" and doing == "listing"):
         why = (f"bucket {bucket!r} does not exist (or is in another account or region): check "
                f"the URL, AWS_REGION and AWS_ENDPOINT_URL")
     elif code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
                   "InvalidToken") or name == "UnauthenticatedError":
         why = (f"the store refused the credentials ({code or 'unauthenticated'}): check "
                f"AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the role) in the environment")
-    elif code == "AccessDenied" or status == "403" or name == "PermissionDeniedError":
+    elif code == "AccessDenied" or status == "403" or name in ("PermissionDeniedError",
+                                                               "PermissionError"):
         why = (f"access denied (AccessDenied, HTTP 403): the credentials in the environment "
                f"may not {'list' if doing == 'listing' else 'get'} it "
                f"(s3:{'ListBucket' if doing == 'listing' else 'GetObject'} on {bucket})")
+    elif name == "InvalidPathError":
+        key = m.group(1) if (m := re.search(r'Path "([^"]*)"', text)) else "a key"
+        why = (f"the object store client cannot list the prefix: {key!r} has a '.', '..' or empty "
+               f"part (such as a//b), which it refuses as a path; rename that object, or give "
+               f"a prefix without it")
     elif code or status:
         why = f"{code or 'error'} (HTTP {status or '?'})" + (
             f" after {retries} retries" if retries else "")
@@ -180,7 +186,9 @@ def _mtime_ns(meta: dict) -> int:
 
 def _safe_rel(key: str) -> str | None:
     """The key as a relative path inside the cache folder, or None: a key with an empty, "." or
-    ".." part (S3 allows them) must not write outside the folder or onto another key's file."""
+    ".." part (S3 allows them) must not write outside the folder or onto another key's file,
+    and a backslash or NUL is no part of a POSIX name. (obstore already refuses to list a
+    prefix holding the first kind: `_store_error` says which key.)"""
     parts = key.split("/")
     if any(p in ("", ".", "..") for p in parts) or "\\" in key or "\0" in key:
         return None
@@ -201,6 +209,16 @@ def _save_manifest(folder: Path, url: str, objects: dict[str, dict]) -> None:
     os.replace(tmp, folder / MANIFEST)
 
 
+class _Remote(Exception):
+    """What the client raised during a GET (`gone`: the key was not found), told apart from a
+    local failure (a full disk) that is raised as it is."""
+
+    def __init__(self, error: Exception):
+        super().__init__(error)
+        self.error = error
+        self.gone = isinstance(error, FileNotFoundError)  # obstore's NotFound
+
+
 def _download(store, key: str, dest: Path) -> dict:
     """GET `key` into `dest` (through a hidden part file: a killed run leaves no half object
     that the loader would read); the object's metadata as the GET returned it."""
@@ -208,10 +226,20 @@ def _download(store, key: str, dest: Path) -> dict:
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(f".{dest.name}.part")
-    res = obstore.get(store, key)
-    meta = dict(res.meta)
+    try:
+        res = obstore.get(store, key)
+        meta = dict(res.meta)
+        chunks = iter(res)
+    except Exception as e:  # noqa: BLE001 - the client's: told apart from local ones
+        raise _Remote(e) from None
     with open(part, "wb") as f:
-        for chunk in res:
+        while True:
+            try:
+                chunk = next(chunks, None)
+            except Exception as e:  # noqa: BLE001 - the body's read failed, after retries
+                raise _Remote(e) from None
+            if chunk is None:
+                break
             f.write(chunk)
     mtime = _mtime_ns(meta)
     os.utime(part, ns=(mtime, mtime))
@@ -229,12 +257,12 @@ def mirror(url: str, cache_root: str | Path,
     url = f"s3://{bucket}/{prefix}"
     folder = cache_folder(url, cache_root)
     folder.mkdir(parents=True, exist_ok=True)
-    store = store if store is not None else open_store(bucket, prefix)
     res = MirrorResult(url=url, folder=folder)
     try:
+        store = store if store is not None else open_store(bucket, prefix)
         listed = [m for batch in obstore.list(store) for m in batch]
-    except Exception as e:  # noqa: BLE001 - every client error becomes one sentence
-        raise _store_error(e, "listing", url) from None
+    except Exception as e:  # noqa: BLE001 - the client's errors (configuration, HTTP): one
+        raise _store_error(e, "listing", url) from None  # sentence, no traceback of theirs
     objects = {m["path"]: m for m in listed if not m["path"].endswith("/")}  # no folder markers
     if not objects:
         raise ObjectStoreError(f"{url} holds no objects: check the prefix")
@@ -270,8 +298,13 @@ def mirror(url: str, cache_root: str | Path,
                 key = futures[fut]
                 try:
                     meta = fut.result()
-                except Exception as e:  # noqa: BLE001 - the first failure is the run's error
-                    failed = failed or _store_error(e, "getting", url + key)
+                except _Remote as e:
+                    if e.gone:  # deleted since the listing: gone, as if not listed
+                        (folder / key).unlink(missing_ok=True)
+                        res.removed.append(key)
+                    else:  # the first failure is the run's error; a local one (a full
+                        # disk) is raised as it is, once the manifest is saved
+                        failed = failed or _store_error(e.error, "getting", url + key)
                     continue
                 kept[key] = {"e_tag": meta.get("e_tag"), "size": meta["size"],
                              "last_modified": meta["last_modified"].isoformat()}
