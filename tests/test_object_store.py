@@ -187,16 +187,18 @@ def test_an_object_deleted_between_the_list_and_its_get_is_gone(tmp_path, s3, la
 
 def test_keys_without_a_safe_local_path(tmp_path, s3):
     """S3 keys are any UTF-8 (ListObjectsV2 returns them as written). `a\\b` is no POSIX path
-    part: not mirrored, named. `a/../../x` would write outside the cache folder: the client
+    part, and `d` beside `d/e.json` is a file where a folder must be: not mirrored, named. `a/../../x` would write outside the cache folder: the client
     (object_store's Path) refuses to list a prefix holding it, and the error names the key."""
     s3.clear()
-    for key in ("unsafe/ok.json", "unsafe/a\\b.json"):
+    for key in ("unsafe/ok.json", "unsafe/a\\b.json", "unsafe/d", "unsafe/d/e.json"):
         s3.put(BUCKET, key, b"{}")
     res = mirror.mirror(f"s3://{BUCKET}/unsafe", tmp_path / "cache")
-    assert res.refused == ["a\\b.json"]
-    assert res.downloaded == 1 and (res.folder / "ok.json").read_bytes() == b"{}"
-    assert [p.name for p in tmp_path.rglob("*.json") if p.name != mirror.MANIFEST] == ["ok.json"]
-    assert "1 not mirrored (a key with a backslash or NUL has no safe local path)" in res.summary()
+    assert res.refused == ["a\\b.json", "d"]  # `d` is also the folder of d/e.json
+    assert res.downloaded == 2 and (res.folder / "ok.json").read_bytes() == b"{}"
+    assert sorted(p.relative_to(res.folder).as_posix() for p in res.folder.rglob("*")
+                  if p.is_file() and p.name != mirror.MANIFEST) == ["d/e.json", "ok.json"]
+    assert ("2 not mirrored (no local path: a key with a backslash or NUL, named as the "
+            "mirror's manifest, or that is also a folder of other keys)") in res.summary()
 
     s3.put(BUCKET, "unsafe/a/../../../escape.json", b"{}")
     with pytest.raises(mirror.ObjectStoreError) as e:

@@ -28,6 +28,7 @@ client's text is blanked out first (`_scrub`).
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import os
@@ -81,8 +82,9 @@ class MirrorResult:
                     f"(what they landed stays): {', '.join(self.removed[:5])}"
                     + (" …" if len(self.removed) > 5 else ""))
         if self.refused:
-            out += (f", {len(self.refused)} not mirrored (a key with a backslash or NUL has no "
-                    f"safe local path): {', '.join(self.refused[:5])}")
+            out += (f", {len(self.refused)} not mirrored (no local path: a key with a backslash "
+                    f"or NUL, named as the mirror's manifest, or that is also a folder of other "
+                    f"keys): {', '.join(self.refused[:5])}")
         return out
 
 
@@ -270,9 +272,15 @@ def mirror(url: str, cache_root: str | Path,
     had = _load_manifest(folder, url)
     kept: dict[str, dict] = {}
     todo: list[str] = []
-    for key, meta in sorted(objects.items()):
+    keys = sorted(objects)
+    for key in keys:
+        meta = objects[key]
         rel = _safe_rel(key)
-        if rel is None or rel == MANIFEST:
+        # S3 may hold both `a` and `a/b`: a file and a folder of one name, which no local
+        # folder can (the first key at or after "a/" in order starts with it)
+        at = bisect.bisect_left(keys, key + "/")
+        if (rel is None or rel == MANIFEST
+                or (at < len(keys) and keys[at].startswith(key + "/"))):
             res.refused.append(key)
             continue
         old = had.get(key)
