@@ -273,6 +273,20 @@ def test_refused_credentials_never_echo_the_key(tmp_path, s3, landing):
                          "environment")
 
 
+def test_a_prefix_with_nothing_to_land_is_a_failed_run(tmp_path, s3):
+    """The rule of a local folder: a run that loaded no record exits 1 (recon/cli/run.py)."""
+    s3.clear()
+    s3.put(BUCKET, "nothing/notes.txt", b"no billing data here\n")
+    out = CliRunner().invoke(app, ["run", "--input", f"s3://{BUCKET}/nothing", "--db",
+                                   str(tmp_path / "w.duckdb"), "--no-validate"])
+    assert out.exit_code == 1, out.output
+    # the file is not recognised: its one record quarantined, by its object's URL
+    assert (f"error: no record of s3://{BUCKET}/nothing loaded: 1 file(s), 1 record(s), "
+            f"1 quarantined" in " ".join(out.output.split()))
+    assert query(tmp_path / "w.duckdb", "select source_file from raw.quarantine") == [
+        (f"s3://{BUCKET}/nothing/notes.txt",)]
+
+
 def test_an_s3_url_with_credentials_is_refused_before_any_request(tmp_path, s3):
     s3.clear()
     out = CliRunner().invoke(app, ["run", "--input", f"s3://{ACCESS_KEY}:{SECRET_KEY}@b/p",
