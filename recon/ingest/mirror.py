@@ -89,15 +89,17 @@ class MirrorResult:
 
 
 def is_remote(location) -> bool:
-    """Is `location` an object-store URL rather than a local folder?"""
-    return isinstance(location, str) and location.lower().startswith(SCHEMES)
+    """Is `location` a URL (`s3://`, or one `parse_url` refuses: `gs://`, `az://`, ...) rather
+    than a local folder? (A local folder named `gs:` would be read as the path `gs:/b`.)"""
+    return isinstance(location, str) and re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", location) is not None
 
 
 def parse_url(url: str) -> tuple[str, str]:
     """(bucket, prefix) of `s3://BUCKET/PREFIX`; the prefix is a folder: it ends with "/" unless
     empty, so `s3://b/landing` does not also take `s3://b/landing-old/`."""
-    if not url.lower().startswith("s3://"):
-        raise ValueError(f"{url!r} is not an s3:// URL (gs:// and az:// are not supported)")
+    if not url.lower().startswith(SCHEMES):
+        raise ValueError(f"{url.split('://')[0]}:// is not supported as input: give a local "
+                         f"folder or s3://BUCKET/PREFIX (an S3-compatible store: AWS_ENDPOINT_URL)")
     rest = url[5:]
     bucket, _, prefix = rest.partition("/")
     if "@" in bucket or ":" in bucket:
