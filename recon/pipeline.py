@@ -141,8 +141,8 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
     With `validate` or `prefetch_gate` (a gate follows in another call: the daily flow's next
     task), great_expectations starts importing on a thread during the commit
     (`recon.gate.gx.prefetch_gx`).
-    `progress(i, n, file)` is called as each file lands; `on_stage(text)` as each later stage
-    starts: "building staging", "building intermediate", …, "writing the warehouse",
+    `progress(i, n, file)` is called as each file lands; `on_stage(text)` as each other stage
+    starts: "downloading" (an s3:// input), "building staging", "building intermediate", …, "writing the warehouse",
     "validating".
     """
     if day_from is not None and day_to is not None and day_from > day_to:
