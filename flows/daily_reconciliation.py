@@ -18,6 +18,7 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import INPUTS, NO_CACHE
 
+from recon.ingest.mirror import is_remote
 from recon.outputs.present import utc_cell as _cell
 
 try:  # run as `python flows/daily_reconciliation.py` or imported as `flows.daily_reconciliation`
@@ -97,6 +98,10 @@ def pull_provider_window(landing_dir: str, start: date, end: date,
     """
     from connectors.runpod import RunpodClient, pull_billing
 
+    if is_remote(landing_dir):  # the pull writes files; an s3:// landing area is read-only here
+        raise ValueError(f"pull_provider lands the Runpod pull in a local folder, and the landing "
+                         f"area is {landing_dir}: pull into a folder that is synced to the bucket "
+                         f"(docs/scaling-out.md), or run without pull_provider")
     key = require_runpod_api_key()
     t0 = datetime.combine(start, time(), UTC)
     t1 = datetime.combine(end + timedelta(days=1), time(), UTC)
@@ -133,6 +138,8 @@ def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
         res = run(landing_dir, db, config, day_from=day, day_to=last_day,
                   settle_seconds=settle_seconds, prefetch_gate=prefetch_gate)
     log = logger()
+    if res.mirror is not None:  # an s3:// landing area: what was downloaded into the cache
+        log.info("%s", res.mirror.summary())
     log.info("%s: landed %d files: %d records in = %d loaded + %d quarantined + %d skipped; "
              "%d quarantined in staging", _window(day, last_day), len(res.files), res.records_in,
              res.loaded, res.quarantined, res.skipped, res.staging_quarantined)
@@ -343,6 +350,9 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
             start (yesterday for an ad-hoc run).
         landing_dir: Folder the collectors and provider pulls write to; every new or changed
             file in it is loaded (relative paths are relative to the worker's working dir).
+            Or `s3://BUCKET/PREFIX`: its changed objects are downloaded into `landing-cache/`
+            beside `db` first (credentials from the worker's environment; not with
+            pull_provider, which writes into the landing area).
         db: DuckDB warehouse file.
         config: recon TOML (thresholds, mapping, rates). Default: LANDING_DIR/recon.toml.
         pull_provider: First pull Runpod billing for the trailing window into the landing
@@ -377,7 +387,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="folder for the day's finance CSVs ('' for none)")
     a = p.parse_args(argv)
     local_api_defaults()  # before the flow starts the temporary API
-    daily_reconciliation(day=a.day, landing_dir=str(Path(a.landing_dir)), db=str(Path(a.db)),
+    landing = a.landing_dir if is_remote(a.landing_dir) else str(Path(a.landing_dir))
+    daily_reconciliation(day=a.day, landing_dir=landing, db=str(Path(a.db)),
                          config=a.config, pull_provider=a.pull_provider,
                          trailing_days=a.trailing_days, validation=not a.no_validate,
                          exports_dir=a.exports_dir or None)

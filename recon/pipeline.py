@@ -40,6 +40,9 @@ class RunResult:
     # is a mistake worth saying, not an empty summary
     empty_days: list[date] = field(default_factory=list)
     billed_span: tuple[date, date] | None = None
+    # an s3:// input: what its mirror into the cache folder listed, downloaded and removed
+    # (recon.ingest.mirror.MirrorResult); None for a local folder
+    mirror: object | None = None
 
 
 def find_config(input_dir: Path, config: str | Path | None) -> Config:
@@ -124,22 +127,35 @@ def billed_span(con) -> tuple[date, date] | None:
 def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str | Path | None = None,
         day_from: date | None = None, day_to: date | None = None, progress=None,
         validate: bool = False, settle_seconds: float = 0, prefetch_gate: bool = False,
-        on_stage=None) -> RunResult:
+        on_stage=None, cache_dir: str | Path | None = None, on_download=None) -> RunResult:
     """Land `input_dir` into `db`, rebuild every model, return the accounting and the summary.
+
+    `input_dir` may be `s3://BUCKET/PREFIX`: its objects are first mirrored into a cache folder
+    (`cache_dir`, default `landing-cache/` beside `db`), downloading only the objects changed
+    since the last mirror, and that folder is landed with each file named by its object's URL
+    (recon/ingest/mirror.py). `on_download(i, n, key)` is called as each download ends. The
+    config defaults to the prefix's `recon.toml`.
 
     With `validate`, the Great Expectations suites run on the result (imported only then) and
     their results land in marts.validation_results; `RunResult.validation` holds the report.
     With `validate` or `prefetch_gate` (a gate follows in another call: the daily flow's next
     task), great_expectations starts importing on a thread during the commit
     (`recon.gate.gx.prefetch_gx`).
-    `progress(i, n, file)` is called as each file lands; `on_stage(text)` as each later stage
-    starts: "building staging", "building intermediate", …, "writing the warehouse",
+    `progress(i, n, file)` is called as each file lands; `on_stage(text)` as each other stage
+    starts: "downloading" (an s3:// input), "building staging", "building intermediate", …, "writing the warehouse",
     "validating".
     """
     if day_from is not None and day_to is not None and day_from > day_to:
         raise ValueError(f"the window ends before it starts: {day_from} is after {day_to}")
-    input_dir = Path(input_dir)
-    cfg = find_config(input_dir, config)
+    from .ingest import mirror as objects
+
+    url = str(input_dir) if objects.is_remote(str(input_dir)) else None
+    if url is not None:  # a malformed URL or config is an error before anything is downloaded
+        objects.parse_url(url)
+        cfg = load_config(config) if config is not None else None
+    else:
+        input_dir = Path(input_dir)
+        cfg = find_config(input_dir, config)
     stage = on_stage or (lambda text: None)
     layer_now: list[str] = []
 
@@ -150,13 +166,24 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
 
     con = connect(db)
     try:
+        timings = {}
+        got = None
+        if url is not None:  # once the warehouse is held: its runs download one at a time
+            stage("downloading")
+            t0 = time.perf_counter()
+            got = objects.mirror(url, cache_dir or objects.default_cache_root(db),
+                                 progress=on_download)
+            timings["download"] = time.perf_counter() - t0
+            input_dir = got.folder
+            cfg = cfg or find_config(input_dir, None)
         t0 = time.perf_counter()
         # one transaction: a run killed at any point leaves the warehouse as it was
         con.execute("begin transaction")
         try:
             results = load_folder(con, input_dir, progress=progress, transaction=False,
-                                  settle_seconds=settle_seconds, limits=cfg.landing)
-            timings = {"load": time.perf_counter() - t0}
+                                  settle_seconds=settle_seconds, limits=cfg.landing,
+                                  source_root=got.url if got is not None else None)
+            timings["load"] = time.perf_counter() - t0
             t1 = time.perf_counter()
             write_config(con, cfg, day_from, day_to)
             timings["config"] = time.perf_counter() - t1
@@ -172,7 +199,8 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         except BaseException:
             con.execute("rollback")
             raise
-        res = RunResult(db=str(db) if db else ":memory:", files=results, timings=timings)
+        res = RunResult(db=str(db) if db else ":memory:", files=results, timings=timings,
+                        mirror=got)
         for r in results:
             res.records_in += r.records_in
             res.loaded += r.loaded

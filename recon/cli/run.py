@@ -19,7 +19,8 @@ from .app import (
 )
 
 
-def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input files (any layout)"),
+def run_cmd(input: str = typer.Option(..., "--input", help="Folder of input files (any layout), "
+                                     "or s3://BUCKET/PREFIX (credentials from the environment)"),
             db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to write"),
             config: Path | None = typer.Option(None, help="recon TOML (default: INPUT/recon.toml)"),
             day_from: str | None = typer.Option(None, "--from", help="First UTC day (YYYY-MM-DD)"),
@@ -29,24 +30,31 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
                                                      "seconds); a critical failure exits 1"),
             settle: float = typer.Option(0, "--settle", help="Leave files modified less than "
                                          "this many seconds ago for a later run (still being "
-                                         "written)")):
-    """Load every file of a folder, build the marts, print the summary.
+                                         "written)"),
+            cache: Path | None = typer.Option(None, "--cache", help="With an s3:// input: the "
+                                              "folder its objects are mirrored into (default: "
+                                              "landing-cache/ beside --db)")):
+    """Load every file of a folder (or of an S3 prefix), build the marts, print the summary.
 
     Example: recon run --input /data/landing --db data/recon.duckdb --from 2026-06-01 --to 2026-06-01
     """
+    from ..ingest.mirror import ObjectStoreError
     from ..pipeline import run
 
     _logging(verbose)
     try:
         res = run(input, db, config, *_window(day_from, day_to),
-                  progress=lambda i, n, name: err.print(
-                      f"[dim]loaded {i}/{n} {_shown(name)}[/dim]")
-                  if n > 20 and i % max(1, n // 10) == 0 else None, validate=validate,
-                  settle_seconds=settle, on_stage=_stage_printer())
+                  progress=_every_tenth("loaded"), validate=validate,
+                  settle_seconds=settle, on_stage=_stage_printer(), cache_dir=cache,
+                  on_download=_every_tenth("downloaded"))
+    except ObjectStoreError as e:  # denied, no such bucket, the store down past the retries
+        _fail(str(e), code=1)
     except (FileNotFoundError, ValueError) as e:
         _fail(str(e))
     except Exception as e:  # noqa: BLE001 - a lock or a full disk is a sentence, else re-raised
         _environment_failure(e, f"writing {db}")
+    if res.mirror is not None:
+        err.print(f"[dim]{_shown(res.mirror.summary())}[/dim]")
     print_summary(res)
     _print_awaiting(res)
     if res.loaded == 0:  # every record of the folder: a rerun counts what it landed before
@@ -58,6 +66,15 @@ def run_cmd(input: Path = typer.Option(..., "--input", help="Folder of input fil
     _print_validation(res)
     console.print(f"Warehouse: {res.db}. Next: recon query --db {res.db} "
                   f"\"select * from marts.findings order by amount_at_stake desc\"")
+
+
+def _every_tenth(verb: str):
+    """A progress callback printing `verb i/n name` at every tenth of a batch of more than 20
+    (files landed, objects downloaded)."""
+    def show(i: int, n: int, name: str) -> None:
+        if n > 20 and i % max(1, n // 10) == 0:
+            err.print(f"[dim]{verb} {i}/{n} {_shown(name)}[/dim]")
+    return show
 
 
 def _print_awaiting(res) -> None:
@@ -166,7 +183,8 @@ def demo(db: Path = typer.Option(DEMO_DB, help="DuckDB file to write: its own, n
                   soft_wrap=True, markup=False)
 
 
-def serve(landing_dir: Path = typer.Option(Path("data/landing"), help="Landing area to load"),
+def serve(landing_dir: str = typer.Option("data/landing", help="Landing area to load: a folder, "
+                                          "or s3://BUCKET/PREFIX"),
           db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to write"),
           cron: str = typer.Option("30 2 * * *", help="UTC cron; each run reconciles the day before"),
           port: int = typer.Option(4200, help="Port of the local Prefect server started when "

@@ -87,7 +87,8 @@ def _read_safely(con, p: Path, display: str, prepared=None, limits=None) -> File
 
 
 def load_folder(con, folder: str | Path, progress=None, transaction: bool = True,
-                settle_seconds: float = 0, limits=None) -> list[FileResult]:
+                settle_seconds: float = 0, limits=None,
+                source_root: str | None = None) -> list[FileResult]:
     """Land every file of `folder`; one transaction, so a killed run leaves the old state.
 
     With `settle_seconds`, a file modified less than that long ago is still being written (the
@@ -102,6 +103,10 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
     landed (`raw.file_stats`), else when its sha256 is unchanged; otherwise its rows are
     replaced. Big JSON Lines files land through DuckDB (`land_jsonl`), everything else through
     the Python reader (`read_file`).
+
+    `source_root`: the name of the folder's origin (`s3://BUCKET/PREFIX/`, whose mirror the
+    folder is: recon/ingest/mirror.py). Each file is then named by it and its path in the
+    folder, in `raw.*` and the quarantine, instead of by its absolute local path.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -119,6 +124,11 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
         "from raw.files f left join raw.file_stats s using (source_file)").fetchall()}
     ids = LandedFiles(known)
     root = folder.resolve()
+
+    def name(p: Path) -> str:
+        if source_root is None:
+            return str(p.resolve())
+        return source_root.rstrip("/") + "/" + p.resolve().relative_to(root).as_posix()
     results = []
     # Landed JSON compresses ~10x with zstd (repetitive keys), and forcing it skips DuckDB's
     # per-segment trial of every method: landing and the commit are ~2x faster and the file
@@ -135,12 +145,12 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
         # Big Kubernetes Lists (events.json: one 160 MB document) are scanned for their items
         # ahead, one at a time in a thread, while the other files land, and land last (the
         # target day's landing: bench/README.md).
-        prepared = {p: ahead.submit(_prepare_ahead, p, str(p.resolve()), limits)
-                    for p in files if _needs_landing(p, known, settle_seconds, now_ns)
+        prepared = {p: ahead.submit(_prepare_ahead, p, name(p), limits)
+                    for p in files if _needs_landing(p, name(p), known, settle_seconds, now_ns)
                     and is_list_candidate(p)}
         order = [p for p in files if p not in prepared] + list(prepared)
         for i, p in enumerate(order):
-            display = str(p.resolve())
+            display = name(p)
             size, mtime = _stat_key(p)
             old = known.get(display)
             future = _future_warning(display, mtime, settle_seconds, now_ns)
@@ -216,7 +226,7 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
         ahead.shutdown(wait=True, cancel_futures=True)
         if own:
             con.execute(f"set force_compression = '{compression}'")
-    rank = {str(p.resolve()): i for i, p in enumerate(files)}
+    rank = {name(p): i for i, p in enumerate(files)}
     results.sort(key=lambda r: rank.get(r.path, len(rank)))
     return results
 
@@ -274,11 +284,12 @@ def _stat_changed(old, size: int, mtime: int) -> bool:
     return old is None or old[6:8] != (size, mtime)
 
 
-def _needs_landing(p: Path, known: dict, settle_seconds: float, now_ns: int) -> bool:
+def _needs_landing(p: Path, display: str, known: dict, settle_seconds: float,
+                   now_ns: int) -> bool:
     """Is `p` new or changed by size/mtime, and settled? (load_folder decides for sure.)"""
     size, mtime = _stat_key(p)
     return (not _settling(mtime, settle_seconds, now_ns)
-            and _stat_changed(known.get(str(p.resolve())), size, mtime))
+            and _stat_changed(known.get(display), size, mtime))
 
 
 def _record_stat(con, display: str, size: int, mtime: int, digest: str, rel: str) -> None:

@@ -44,7 +44,9 @@ class LandedFiles:
         if self._gone_by_rel is None:
             self._gone_by_rel = {}
             for src, v in sorted(self.known.items()):
-                if v[9] is not None and not os.path.exists(src):
+                # a file named by its object's URL (recon/ingest/mirror.py) is not a local
+                # path: whether it is gone is the mirror's to say, and it never moves
+                if v[9] is not None and "://" not in src and not os.path.exists(src):
                     self._gone_by_rel.setdefault(v[9], src)
         src = self._gone_by_rel.get(rel)
         if src is None or src in self._claimed:
