@@ -8,9 +8,8 @@ Layout under the destination `OUT` (a folder, or `s3://BUCKET/PREFIX`):
     OUT/marts/<table>/part-0.parquet                  # a mart without one
     OUT/marts/_manifest.json                          # per file: rows, bytes, sha256, run
 
-The `day` column lives in the folder name only (the Hive convention: Athena, Trino and
-BigQuery's hive partitioning refuse or duplicate a partition key that is also a column of the
-files). Each file is DuckDB's `COPY ... (FORMAT parquet, COMPRESSION zstd)` of the mart's rows
+The `day` column lives in the folder name only (the Hive convention: a partition key is not
+also a column of the files, which BigQuery's hive partitioning refuses). Each file is DuckDB's `COPY ... (FORMAT parquet, COMPRESSION zstd)` of the mart's rows
 in `order by all`: decimals stay DECIMAL, timestamps are Parquet timestamps adjusted to UTC,
 HUGEINT (which Parquet lacks) becomes DECIMAL(38,0),
 and the same rows give the same bytes, so a rerun on an unchanged warehouse rewrites every file
