@@ -231,3 +231,38 @@ def test_s3_access_denied_names_bucket_and_prefix_without_the_secret(tmp_path, s
     assert text == (f"error: writing s3://{BUCKET}/analytics/marts/workload_lifecycle/"
                     f"part-0.parquet failed: access denied (AccessDenied, HTTP 403): the "
                     f"credentials in the environment may not put it (s3:PutObject on {BUCKET})")
+
+
+def test_a_daily_runs_publish_keeps_the_earlier_days_of_the_last_run_marts(tmp_path):
+    """After a windowed run (`recon run --from D --to D`, the daily flow's), the marts marked
+    `window = "last_run"` in sql/marts/_models.toml hold the window and only the part of
+    earlier days that the window's sessions reach into: publishing them must leave the earlier
+    days' files whole, and write the window's days."""
+    from recon.pipeline import run
+    from recon.simulate import simulate
+
+    third = date(2026, 6, 3)
+    simulate(tmp_path / "in", seed=5, days=3, nodes=2, endpoints=1)
+    db, out = tmp_path / "w.duckdb", tmp_path / "pub"
+    run(tmp_path / "in", db)
+    _publish(db, str(out))
+    first = _files(out)
+    run(tmp_path / "in", db, None, third, third)
+    con = _warehouse(db)
+    assert con.execute("select cfg('day_from')::date, cfg('day_to')::date").fetchall() == [
+        (third, third)]
+    held = con.execute("select count(*) from marts.instance_segments where day = ?",
+                       [DAYS[0]]).fetchone()[0]
+    con.close()
+    seg1 = "marts/instance_segments/day=2026-06-01/part-0.parquet"
+    published = duckdb.sql(f"select count(*) from '{out / seg1}'").fetchall()[0][0]
+    assert 0 < held < published  # a part of day 1: publishing it would cut the file short
+    _publish(db, str(out))
+    after = _files(out)
+    earlier = [p for p in first if "/day=2026-06-01/" in p or "/day=2026-06-02/" in p]
+    assert seg1 in earlier
+    assert {p: after[p] for p in earlier} == {p: first[p] for p in earlier}  # left whole
+    assert set(after) == set(first)
+    manifest = json.loads(after["marts/_manifest.json"])
+    assert [e["day"] for e in manifest["tables"]["instance_segments"]["partitions"]] == [
+        "2026-06-01", "2026-06-02", "2026-06-03"]

@@ -252,12 +252,16 @@ def publish(con, out: str | Path, day_from: date | None = None, day_to: date | N
 
             def make(path: Path, sql=sql, params=params, info=info) -> None:
                 _copy(con, sql, params, path)
-                data = path.read_bytes()
-                info.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest(), data=data)
+                digest = hashlib.sha256()
+                with open(path, "rb") as f:
+                    while chunk := f.read(1 << 20):
+                        digest.update(chunk)
+                info.update(bytes=path.stat().st_size, sha256=digest.hexdigest())
 
             if remote:
-                make(Path(scratch.name) / "part.parquet")
-                dest.put(rel, info["data"])
+                part = Path(scratch.name) / "part.parquet"
+                make(part)
+                dest.put(rel, part.read_bytes())
             else:
                 dest.write(rel, make)
             entry = {"day": day.isoformat() if day else None, "path": rel, "rows": rows,
