@@ -127,6 +127,8 @@ def test_every_mart_round_trips_through_the_partitions(tmp_path, sim_run):
     assert (d1["run_id"], d1["built_at"]) == (None, None)
     con.close()
     assert f"published {len(expected)} file(s) (" in text
+    # the loader's progress: every tenth of more than 20
+    assert f"published {len(expected) // 10}/{len(expected)} {out}/marts/" in text
     assert f"of {len(held)} mart(s), 2 day(s), to {out}" in text
 
 
@@ -266,3 +268,13 @@ def test_a_daily_runs_publish_keeps_the_earlier_days_of_the_last_run_marts(tmp_p
     manifest = json.loads(after["marts/_manifest.json"])
     assert [e["day"] for e in manifest["tables"]["instance_segments"]["partitions"]] == [
         "2026-06-01", "2026-06-02", "2026-06-03"]
+
+
+def test_another_scheme_or_credentials_in_the_url_are_refused(tmp_path, sim_run):
+    for url, said in (("gs://b/p", "gs:// is not supported as a destination: give a local "
+                                   "folder or s3://BUCKET/PREFIX"),
+                      (f"s3://{ACCESS_KEY}:{SECRET_KEY}@b/p", "credentials come from the "
+                                                              "environment")):
+        res = CliRunner().invoke(app, ["publish", "--db", str(sim_run["db"]), "--out", url])
+        assert res.exit_code == 2
+        assert said in " ".join(res.output.split()) and SECRET_KEY not in res.output

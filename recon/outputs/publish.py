@@ -108,7 +108,10 @@ class _Bucket:
     """An S3 prefix: one PUT per object, through obstore, as the mirror reads."""
 
     def __init__(self, url: str, store=None) -> None:
-        bucket, prefix = mirror.parse_url(url)
+        try:
+            bucket, prefix = mirror.parse_url(url)
+        except ValueError as e:  # the same rules as an input, said of a destination
+            raise ValueError(str(e).replace("as input", "as a destination")) from None
         self.url = f"s3://{bucket}/{prefix}"
         try:
             self.store = store if store is not None else mirror.open_store(bucket, prefix)
