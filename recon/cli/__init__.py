@@ -2,7 +2,7 @@
 
 `app` holds the Typer app and what the commands share; the commands live by what they work on:
 `inputs` (simulate, collect), `run` (run, demo, serve), `query` (query, quarantine, schema) and
-`outputs` (export, report, whatif, waste, check). They are registered here, in the order `recon --help`
+`outputs` (export, publish, report, whatif, waste, check). They are registered here, in the order `recon --help`
 lists them.
 """
 
@@ -18,6 +18,7 @@ app.command()(query.query)
 app.command()(query.quarantine)
 app.command()(run.serve)
 app.command("export")(outputs.export_cmd)
+app.command("publish")(outputs.publish_cmd)
 app.command("report")(outputs.report_cmd)
 app.command("schema")(query.schema_cmd)
 app.command()(inputs.collect)

@@ -1,4 +1,4 @@
-"""`recon export`, `recon report`, `recon whatif`, `recon waste` and `recon check`: what a
+"""`recon export`, `recon publish`, `recon report`, `recon whatif`, `recon waste` and `recon check`: what a
 built day gives finance and the people who run the fleet."""
 
 from __future__ import annotations
@@ -216,3 +216,34 @@ def check_cmd(day: str | None = typer.Option(None, "--day", help="UTC day YYYY-M
             console.print(f"    {line}", soft_wrap=True, markup=False)
     if not all(s.passed for s in steps):
         raise typer.Exit(1)
+
+
+def publish_cmd(out: str = typer.Option(..., "--out", help="Folder, or s3://BUCKET/PREFIX "
+                                        "(credentials from the environment)"),
+                db: Path = typer.Option(Path("data/recon.duckdb")),
+                day_from: str | None = typer.Option(None, "--from", help="First UTC day "
+                                                    "(YYYY-MM-DD) of the partitions written"),
+                day_to: str | None = typer.Option(None, "--to", help="Last UTC day, inclusive")):
+    """Write the marts as Hive-partitioned Parquet (OUT/marts/<table>/day=D/part-0.parquet)
+    and OUT/marts/_manifest.json, for engines that do not read DuckDB files; replaces only those
+    files, deletes nothing.
+
+    Example: recon publish --out s3://analytics/gpu-recon --from 2026-06-01 --to 2026-06-07
+    """
+    from ..ingest.mirror import ObjectStoreError
+    from ..outputs.publish import publish
+    from .run import _every_tenth
+
+    lo, hi = _window(day_from, day_to)
+    con = _open_db(db, need_marts=True)
+    try:
+        res = publish(con, out, lo, hi, progress=_every_tenth("published"))
+    except ObjectStoreError as e:  # denied, no such bucket, the store down past the retries
+        _fail(str(e), code=1)
+    except ValueError as e:
+        _fail(str(e))
+    except Exception as e:  # noqa: BLE001 - see _environment_failure
+        _environment_failure(e, f"writing into {out}")
+    finally:
+        con.close()
+    console.print(res.summary(), soft_wrap=True, markup=False)

@@ -147,8 +147,13 @@ def open_store(bucket: str, prefix: str):
     return S3Store(bucket, prefix=prefix or None, client_options=options, retry_config=RETRY)
 
 
+# what a request was doing, as the sentence says it and as the IAM action it needs
+ACTIONS = {"listing": ("list", "ListBucket"), "getting": ("get", "GetObject"),
+           "writing": ("put", "PutObject")}
+
+
 def _store_error(e: Exception, doing: str, url: str) -> ObjectStoreError:
-    """One sentence for a failed LIST or GET: what was asked, the S3 error code and status
+    """One sentence for a failed LIST, GET or PUT (`recon publish`): what was asked, the S3 error code and status
     (from the client's text), what to check. The client's text itself is not repeated (it
     holds request URLs and signatures); only its first line, scrubbed, when nothing is known."""
     text = _scrub(str(e))
@@ -166,9 +171,9 @@ def _store_error(e: Exception, doing: str, url: str) -> ObjectStoreError:
                f"AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the role) in the environment")
     elif code == "AccessDenied" or status == "403" or name in ("PermissionDeniedError",
                                                                "PermissionError"):
+        verb, action = ACTIONS.get(doing, ACTIONS["getting"])
         why = (f"access denied (AccessDenied, HTTP 403): the credentials in the environment "
-               f"may not {'list' if doing == 'listing' else 'get'} it "
-               f"(s3:{'ListBucket' if doing == 'listing' else 'GetObject'} on {bucket})")
+               f"may not {verb} it (s3:{action} on {bucket})")
     elif name == "InvalidPathError":
         key = m.group(1) if (m := re.search(r'Path "([^"]*)"', text)) else "a key"
         why = (f"the object store client cannot list the prefix: {key!r} has a '.', '..' or empty "
