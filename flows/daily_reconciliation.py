@@ -226,6 +226,25 @@ def export_finance(db: str, day: date, exports_dir: str) -> list[str]:
     return paths
 
 
+@task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
+def publish_marts(db: str, day_from: date, day_to: date, marts_dir: str) -> dict:
+    """The batch's days of every mart as Hive-partitioned Parquet in `marts_dir`, a folder or
+    `s3://BUCKET/PREFIX` (`recon.outputs.publish`, what `recon publish` writes): after the gate,
+    so another engine reads only days that passed it. A day rebuilt later (its bill landed or
+    was restated) is written again by the run that rebuilds it."""
+    from recon.db import connect
+    from recon.outputs.publish import publish
+
+    con = connect(db, read_only=True)
+    try:
+        with disk_full_is_a_sentence(f"writing into {marts_dir}"):
+            res = publish(con, marts_dir, day_from, day_to)
+    finally:
+        con.close()
+    logger().info("%s: %s", _window(day_from, day_to), res.summary())
+    return {"files": len(res.written), "bytes": res.bytes}
+
+
 @task(cache_policy=NO_CACHE)
 def publish_summary(db: str, day: date, load: dict | None = None,
                     validation: dict | None = None) -> dict:
@@ -302,7 +321,7 @@ def _run_name() -> str:
 def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = None,
                   pull_provider: bool = False, trailing_days: int = 1,
                   validation: bool = True, settle_seconds: int = 0,
-                  exports_dir: str | None = None) -> dict:
+                  exports_dir: str | None = None, marts_dir: str | None = None) -> dict:
     """The daily steps in order (the daily flow; a backfill runs them by batches of days).
 
     With `pull_provider`, the days pulled again (`trailing_days`, ending with `day`) are the
@@ -330,6 +349,8 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
                    else {"skipped": "validation=false"})
         load = with_given_up(load, pulled)
         done, none = publish_days(db, batch, load, checked, exports_dir, limits)
+        if marts_dir and len(none) < len(batch):
+            limited(publish_marts, limits)(db, batch[0], batch[-1], marts_dir)
         out = done[-1] if done else out  # `day` last: its artifacts are the latest
         empty += none
     if empty:
@@ -342,7 +363,7 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
                          db: str = "data/recon.duckdb", config: str | None = None,
                          pull_provider: bool = False, trailing_days: int = 3,
                          validation: bool = True, settle_seconds: int = 0,
-                         exports_dir: str | None = None) -> dict:
+                         exports_dir: str | None = None, marts_dir: str | None = None) -> dict:
     """Reconcile one UTC day: landing area -> DuckDB marts -> finance CSVs, summary artifacts.
 
     Args:
@@ -368,10 +389,14 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
         exports_dir: Folder for the day's finance CSVs (costs_<day>.csv, findings_<day>.csv),
             written after the gate passed; empty or null (the default): none. prefect.yaml
             and `python flows/daily_reconciliation.py` set data/exports.
+        marts_dir: Folder or `s3://BUCKET/PREFIX` for the marts as Hive-partitioned Parquet
+            (`marts/<table>/day=<day>/part-0.parquet`, as `recon publish` writes them), the
+            days built written after the gate passed; empty or null (the default): none.
     """
     return reconcile_day(parse_day(day), str(landing_dir), str(db),
                          str(config) if config else None, pull_provider, trailing_days, validation,
-                         settle_seconds, str(exports_dir) if exports_dir else None)
+                         settle_seconds, str(exports_dir) if exports_dir else None,
+                         str(marts_dir) if marts_dir else None)
 
 
 def main(argv: list[str] | None = None) -> None:

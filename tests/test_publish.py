@@ -278,3 +278,26 @@ def test_another_scheme_or_credentials_in_the_url_are_refused(tmp_path, sim_run)
         res = CliRunner().invoke(app, ["publish", "--db", str(sim_run["db"]), "--out", url])
         assert res.exit_code == 2
         assert said in " ".join(res.output.split()) and SECRET_KEY not in res.output
+
+
+def test_the_manifest_names_the_gates_last_run(tmp_path, sim_run):
+    """A warehouse the gate checked (marts.validation_results): the manifest carries its last
+    run's id and time for days the daily flow did not publish (a query on that table once
+    failed on DuckDB's `at` keyword, which only a gated warehouse reached)."""
+    import shutil
+
+    from recon.gate.run import RESULTS_DDL
+
+    db = tmp_path / "gated.duckdb"
+    shutil.copy(sim_run["db"], db)
+    con = duckdb.connect(str(db))
+    con.execute(RESULTS_DDL)
+    con.execute("insert into marts.validation_results values "
+                "('run-a', 's', 'e', null, true, null, 0, 'critical', null, '2026-06-03 01:00:00+00'), "
+                "('run-b', 's', 'e', null, true, null, 0, 'critical', null, '2026-06-03 02:00:00+00')")
+    con.close()
+    out = tmp_path / "pub"
+    _publish(db, str(out))
+    manifest = json.loads((out / "marts/_manifest.json").read_text())
+    runs = {p.get("run_id") for t in manifest["tables"].values() for p in t["partitions"]}
+    assert runs == {"run-b"}

@@ -175,8 +175,9 @@ def _runs(con) -> tuple[dict[date, tuple[str | None, str | None]], tuple[str | N
             per_day[d] = (run, at.isoformat() if at is not None else None)
     last: tuple[str | None, str | None] = (None, None)
     if has("marts", "validation_results"):
-        row = con.execute("select run_id, max(checked_at) as at from marts.validation_results "
-                          "group by run_id order by at desc, run_id limit 1").fetchone()
+        # (`at` is a keyword of DuckDB's grammar: the alias is last_checked)
+        row = con.execute("select run_id, max(checked_at) as last_checked from marts.validation_results "
+                          "group by run_id order by last_checked desc, run_id limit 1").fetchone()
         if row:
             last = (row[0], row[1].isoformat() if row[1] is not None else None)
     return per_day, last

@@ -69,10 +69,11 @@ def daily_run(harness, landing, tmp_path_factory) -> dict:
 
     db = tmp_path_factory.mktemp("warehouse") / "recon.duckdb"
     exports = db.parent / "exports"
+    lake = db.parent / "lake"
     state = daily_reconciliation(day=DAY.isoformat(), landing_dir=str(landing), db=str(db),
-                                 exports_dir=str(exports), return_state=True)
+                                 exports_dir=str(exports), marts_dir=str(lake), return_state=True)
     return {"state": state, "db": db, "landing": landing, "day": DAY, "day2": DAY2,
-            "exports": exports, "flow_run_id": state.state_details.flow_run_id}
+            "exports": exports, "lake": lake, "flow_run_id": state.state_details.flow_run_id}
 
 
 @pytest.fixture(scope="session")
