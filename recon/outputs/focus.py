@@ -178,6 +178,13 @@ def focus_rows(con, month: date, account_id: str = "runpod",
     invoices = invoices_of(con, start, nxt)
     centers = cost_centers(con)
     list_units = list_unit_prices(con, start, nxt)
+    # what every row of Runpod's bill (and of a savings plan) says alike; the columns only a
+    # landed FOCUS row or a savings plan names stay null
+    base = {**dict.fromkeys(FOCUS_COLUMNS),
+            "BillingAccountId": account_id, "BillingAccountName": account_name,
+            "BillingCurrency": "USD", "BillingPeriodStart": _midnight(start),
+            "BillingPeriodEnd": _midnight(nxt), "ProviderName": "Runpod",
+            "PublisherName": "Runpod", "InvoiceIssuerName": "Runpod"}
     acc: dict[tuple, list] = {}
     for s in shares:
         if s.resource_id in from_focus:
@@ -202,10 +209,7 @@ def focus_rows(con, month: date, account_id: str = "runpod",
         # a network volume's lingering share is its own row (cause network_volume_unused)
         lingering = secs if cause in ("storage_lingering", "network_volume_unused") else None
         rows.append({
-            **dict.fromkeys(FOCUS_COLUMNS),  # what only a FOCUS row or a savings plan names
-            "BillingAccountId": account_id, "BillingAccountName": account_name,
-            "BillingCurrency": "USD",
-            "BillingPeriodStart": _midnight(start), "BillingPeriodEnd": _midnight(nxt),
+            **base,
             "ChargePeriodStart": _midnight(day), "ChargePeriodEnd": _midnight(day + timedelta(1)),
             "ChargeCategory": "Usage", "ChargeClass": None,
             "ChargeDescription": f"{rtype} {rid}: {cat.replace('_', ' ')} on {day.isoformat()}",
@@ -217,7 +221,6 @@ def focus_rows(con, month: date, account_id: str = "runpod",
             "ConsumedQuantity": secs, "ConsumedUnit": "Seconds",
             "ServiceName": service, "ServiceCategory": "Storage" if storage else "Compute",
             "ServiceSubcategory": STORAGE_CATEGORIES.get(cat, sub) if storage else sub,
-            "ProviderName": "Runpod", "PublisherName": "Runpod", "InvoiceIssuerName": "Runpod",
             "InvoiceId": invoice_id(invoices, rid, day, _invoice_service(kind, storage)),
             # FOCUS ResourceName "MUST NOT duplicate ResourceId": the inventory's display name,
             # null when no snapshot gave one or the name is the id itself
@@ -239,11 +242,7 @@ def focus_rows(con, month: date, account_id: str = "runpod",
             "x_WasteCause": cause or None,
             "x_CostCenter": centers.get(team),
         })
-    base = {"BillingAccountId": account_id, "BillingAccountName": account_name,
-            "BillingCurrency": "USD", "BillingPeriodStart": _midnight(start),
-            "BillingPeriodEnd": _midnight(nxt), "ProviderName": "Runpod",
-            "PublisherName": "Runpod", "InvoiceIssuerName": "Runpod"}
-    plans = focus_commitments.apply(con, rows, start, nxt, {**dict.fromkeys(FOCUS_COLUMNS), **base},
+    plans = focus_commitments.apply(con, rows, start, nxt, base,
                                     lambda rid, day, svc: invoice_id(invoices, rid, day, svc))
     return rows + plans + focus_charge_rows(con, start, nxt, rd, codes)
 

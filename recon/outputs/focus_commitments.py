@@ -45,12 +45,11 @@ def _q(v: Decimal) -> Decimal:
 
 
 def daily_shares(upfront: Decimal, start: date, end: date) -> dict[date, Decimal]:
-    """The upfront spread over the days of [start, end): day i gets cum(i + 1) − cum(i) with
-    cum(i) = upfront × i ÷ days rounded to 12 decimals, so the shares sum to the upfront exactly
-    (equal shares up to the last decimal, and no remainder dropped or doubled)."""
+    """The upfront spread over the days of [start, end) in equal shares (:func:`apportion` by
+    equal weights), so the shares sum to the upfront exactly (no remainder dropped or doubled)."""
     n = (end - start).days
-    cum = [_q(upfront * i / n) for i in range(n + 1)]
-    return {start + timedelta(days=i): cum[i + 1] - cum[i] for i in range(n)}
+    return {start + timedelta(days=i): v
+            for i, v in enumerate(apportion(upfront, [Decimal(1)] * n))}
 
 
 def apportion(total: Decimal, weights: list[Decimal]) -> list[Decimal]:

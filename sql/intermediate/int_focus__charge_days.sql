@@ -29,26 +29,25 @@ pieces as (
                   interval 1 day))::date as day) d
 ),
 
+placed as (
+    -- [a_us, b_us): the piece's place in its charge's period, in microseconds from its start
+    select *, epoch_us(piece_start) - epoch_us(charge_start) as a_us,
+           epoch_us(piece_end) - epoch_us(charge_start) as b_us
+    from pieces
+),
+
 final as (
     select
         * exclude (billed_cost, effective_cost, list_cost, contracted_cost, consumed_quantity,
-                   pricing_quantity, commitment_discount_quantity, whole_us),
-        -- [a, b): the piece's place in its charge's period, in microseconds from its start
-        time_share(billed_cost, epoch_us(piece_start) - epoch_us(charge_start),
-                   epoch_us(piece_end) - epoch_us(charge_start), whole_us) as billed_cost,
-        time_share(effective_cost, epoch_us(piece_start) - epoch_us(charge_start),
-                   epoch_us(piece_end) - epoch_us(charge_start), whole_us) as effective_cost,
-        time_share(list_cost, epoch_us(piece_start) - epoch_us(charge_start),
-                   epoch_us(piece_end) - epoch_us(charge_start), whole_us) as list_cost,
-        time_share(contracted_cost, epoch_us(piece_start) - epoch_us(charge_start),
-                   epoch_us(piece_end) - epoch_us(charge_start), whole_us) as contracted_cost,
-        time_share(consumed_quantity, epoch_us(piece_start) - epoch_us(charge_start),
-                   epoch_us(piece_end) - epoch_us(charge_start), whole_us) as consumed_quantity,
-        time_share(pricing_quantity, epoch_us(piece_start) - epoch_us(charge_start),
-                   epoch_us(piece_end) - epoch_us(charge_start), whole_us) as pricing_quantity,
-        time_share(commitment_discount_quantity, epoch_us(piece_start) - epoch_us(charge_start),
-                   epoch_us(piece_end) - epoch_us(charge_start), whole_us) as commitment_discount_quantity
-    from pieces
+                   pricing_quantity, commitment_discount_quantity, whole_us, a_us, b_us),
+        time_share(billed_cost, a_us, b_us, whole_us) as billed_cost,
+        time_share(effective_cost, a_us, b_us, whole_us) as effective_cost,
+        time_share(list_cost, a_us, b_us, whole_us) as list_cost,
+        time_share(contracted_cost, a_us, b_us, whole_us) as contracted_cost,
+        time_share(consumed_quantity, a_us, b_us, whole_us) as consumed_quantity,
+        time_share(pricing_quantity, a_us, b_us, whole_us) as pricing_quantity,
+        time_share(commitment_discount_quantity, a_us, b_us, whole_us) as commitment_discount_quantity
+    from placed
 ),
 
 cards as (
