@@ -271,8 +271,14 @@ def test_a_daily_runs_publish_keeps_the_earlier_days_of_the_last_run_marts(tmp_p
 
 
 def test_another_scheme_or_credentials_in_the_url_are_refused(tmp_path, sim_run):
-    for url, said in (("gs://b/p", "gs:// is not supported as a destination: give a local "
-                                   "folder or s3://BUCKET/PREFIX"),
+    for url, said in (("hdfs://b/p", "hdfs:// is not supported as a destination: give a local "
+                                     "folder, s3://BUCKET/PREFIX (an S3-compatible store: "
+                                     "AWS_ENDPOINT_URL) or az://CONTAINER/PREFIX"),
+                      # no write to GCS is tested: tests/fakes/gcs_server.py says why
+                      ("gs://b/p", "gs:// is not supported as a destination (it is as an "
+                                   "input): give a local folder, s3://BUCKET/PREFIX (an "
+                                   "S3-compatible store: AWS_ENDPOINT_URL) or "
+                                   "az://CONTAINER/PREFIX"),
                       (f"s3://{ACCESS_KEY}:{SECRET_KEY}@b/p", "credentials come from the "
                                                               "environment")):
         res = CliRunner().invoke(app, ["publish", "--db", str(sim_run["db"]), "--out", url])
