@@ -324,6 +324,21 @@ def test_refused_credentials_never_echo_the_secret(tmp_path, store, landing):
                          f"in the environment")
 
 
+def test_the_emulator_switch_reaches_azurite(tmp_path, azure, monkeypatch):
+    """AZURE_STORAGE_USE_EMULATOR=true (docs/reference.md): the client takes Azurite's URL from
+    AZURITE_BLOB_STORAGE_URL (its default http://127.0.0.1:10000) and the account from the
+    environment, over plain HTTP, with no endpoint given."""
+    azure.fake.put(BUCKET, "emulator/a.json", b"{}")
+    monkeypatch.delenv("AZURE_STORAGE_ENDPOINT")
+    monkeypatch.setenv("AZURE_STORAGE_USE_EMULATOR", "true")
+    monkeypatch.setenv("AZURITE_BLOB_STORAGE_URL", azure.fake.proxy.endpoint)
+    azure.fake.clear()
+    res = mirror.mirror(azure.url("emulator"), tmp_path)
+    assert (res.listed, res.downloaded) == (1, 1)
+    assert (res.folder / "a.json").read_bytes() == b"{}"
+    assert azure.fake.count("get", 200) == 1  # through the proxy: the URL given
+
+
 def test_the_client_text_is_scrubbed_of_every_credential(monkeypatch):
     """What `_scrub` blanks: each variable's value (a service account key's private key and
     its lines too), a SAS signature in a URL and an Authorization header's value whatever

@@ -281,10 +281,9 @@ def open_store(bucket: str, prefix: str, scheme: str = "s3"):
         return GCSStore(bucket, prefix=prefix, client_options=_http(GCS_ENDPOINT_VARS),
                         retry_config=RETRY)
     if scheme == "az":
-        options = _http(AZURE_ENDPOINT_VARS)
-        if os.environ.get("AZURE_STORAGE_USE_EMULATOR", "").lower() in ("1", "true"):
-            options = {"allow_http": True}  # Azurite's default endpoint: http://127.0.0.1:10000
-        return AzureStore(bucket, prefix=prefix, client_options=options, retry_config=RETRY)
+        # (AZURE_STORAGE_USE_EMULATOR: the client allows Azurite's http:// URL by itself)
+        return AzureStore(bucket, prefix=prefix, client_options=_http(AZURE_ENDPOINT_VARS),
+                          retry_config=RETRY)
     return S3Store(bucket, prefix=prefix, client_options=_http(ENDPOINT_VARS),
                    retry_config=RETRY)
 

@@ -107,9 +107,7 @@ class FaultProxy:
         query = parse_qs(url.query)
         if method == "GET" and not key and ("list-type" in query or query.get("comp") == ["list"]):
             return "list", bucket, key
-        if method in ("GET", "PUT") and key:
-            return method.lower(), bucket, key
-        return method.lower(), bucket, key
+        return method.lower(), bucket, key  # "get" or "put" of a key; any other as its verb
 
     # ------------------------------------------------------------------ forwarding
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
