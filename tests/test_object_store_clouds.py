@@ -56,6 +56,7 @@ class Store:
     gone: tuple[int, str]
     denied: tuple[int, str]
     permission: str  # what the access-denied sentence says the credentials may not do
+    uploaded: bool = False  # the landing area is under landing/ (`landed`)
 
     def url(self, prefix: str, bucket: str = BUCKET) -> str:
         return f"{self.scheme}://{bucket}/{prefix}"
@@ -98,6 +99,16 @@ def landing(tmp_path_factory):
     return root, files, db
 
 
+def landed(store: Store, landing) -> tuple:
+    """`landing`, its files also the objects under STORE://recon-landing/landing/ (the same
+    bytes; uploaded once a store, whichever test comes first)."""
+    if not store.uploaded:
+        root, files, _ = landing
+        _upload(store, root, files, "landing/")
+        store.uploaded = True
+    return landing
+
+
 def _upload(store: Store, root: Path, files: list[Path], prefix: str) -> None:
     for p in files:
         store.fake.put(BUCKET, prefix + p.relative_to(root).as_posix(), p.read_bytes())
@@ -116,8 +127,7 @@ def query(db: Path, sql: str) -> list[tuple]:
 
 
 def test_input_gives_the_marts_of_the_local_folder(tmp_path, store, landing):
-    root, files, local = landing
-    _upload(store, root, files, "landing/")
+    root, files, local = landed(store, landing)
     url = store.url("landing")
     out = CliRunner().invoke(app, ["run", "--input", url, "--db", str(tmp_path / "w.duckdb"),
                                    "--no-validate"])
@@ -185,7 +195,7 @@ def test_rerun_downloads_nothing_and_a_changed_object_is_read_again(tmp_path, st
 
 
 def test_a_busy_store_on_the_first_list_and_get_is_retried(tmp_path, store, landing):
-    _, files, _ = landing
+    _, files, _ = landed(store, landing)
     status, code = store.busy
     store.fake.clear()
     store.fake.fail("list", status, code)
@@ -200,7 +210,7 @@ def test_a_busy_store_on_the_first_list_and_get_is_retried(tmp_path, store, land
 def test_gcs_throttling_429_is_retried(tmp_path, gcs, landing):
     """Cloud Storage answers a request rate past its limits 429 Too Many Requests, to be
     retried with exponential backoff, as a 5xx."""
-    _, files, _ = landing
+    _, files, _ = landed(gcs, landing)
     gcs.fake.clear()
     gcs.fake.fail("list", 429, "SlowDown")
     res = mirror.mirror(gcs.url("landing"), tmp_path)
@@ -209,7 +219,7 @@ def test_gcs_throttling_429_is_retried(tmp_path, gcs, landing):
 
 
 def test_an_object_deleted_between_the_list_and_its_get_is_gone(tmp_path, store, landing):
-    _, files, _ = landing
+    _, files, _ = landed(store, landing)
     store.fake.clear()
     store.fake.fail("get", *store.gone)
     res = mirror.mirror(store.url("landing"), tmp_path)
@@ -221,6 +231,7 @@ def test_an_object_deleted_between_the_list_and_its_get_is_gone(tmp_path, store,
 
 
 def test_a_store_down_past_the_retries_is_a_clear_error(tmp_path, store, landing, monkeypatch):
+    landed(store, landing)
     monkeypatch.setattr(mirror, "RETRY", {"max_retries": 2, "retry_timeout": timedelta(seconds=5),
                                           "backoff": {"init_backoff": timedelta(milliseconds=10),
                                                       "max_backoff": timedelta(milliseconds=20),
@@ -273,6 +284,7 @@ def test_a_missing_bucket_is_named(tmp_path, gcs):
 
 
 def test_access_denied_names_the_bucket_without_credentials(tmp_path, store, landing):
+    landed(store, landing)
     store.fake.clear()
     status, code = store.denied
     store.fake.fail("list", status, code, times=None)
@@ -289,6 +301,7 @@ def test_a_wrong_account_key_is_refused_by_azurite(tmp_path, azure, landing, mon
     """A key the account does not have: Azurite refuses the Shared Key signature itself, with
     403 AuthorizationFailure (Azure answers a bad signature 403 AuthenticationFailed, the next
     test): the sentence names the container and not the key."""
+    landed(azure, landing)
     azure.fake.clear()
     wrong = base64.b64encode(b"a-wrong-key-for-the-account-0123456789").decode()
     monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_KEY", wrong)
@@ -304,6 +317,7 @@ def test_refused_credentials_never_echo_the_secret(tmp_path, store, landing):
     """Azure's AuthenticationFailed answer carries an AuthenticationErrorDetail with the
     signature and the string the server signed; the planted secret in it (and in a SAS `sig=`
     of a URL) stands for any echo of what the client holds. Cloud Storage's 401 the same."""
+    landed(store, landing)
     secret = store.secrets[0]
     code, status = (("AuthenticationFailed", 403) if store.scheme == "az"
                     else ("AuthenticationRequired", 401))

@@ -106,11 +106,10 @@ PROVIDERS = {
                    "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the role)",
                    {"listing": "s3:ListBucket on {bucket}", "getting": "s3:GetObject on {bucket}",
                     "writing": "s3:PutObject on {bucket}"}),
-    # Cloud Storage, "HTTP status and error codes for XML" (obstore speaks the XML API)
-    "gs": Provider("bucket", ("NoSuchBucket",),
-                   ("AuthenticationRequired", "InvalidAuthentication", "InvalidSecurity",
-                    "ExpiredToken"),
-                   ("AccessDenied",),
+    # Cloud Storage, "HTTP status and error codes for XML" (obstore speaks the XML API);
+    # credentials it does not take are "a 401 unauthorized error" (its "XML API methods"),
+    # which `_store_error` reads for every store
+    "gs": Provider("bucket", ("NoSuchBucket",), ("AuthenticationRequired",), ("AccessDenied",),
                    "(or the credentials' project cannot see it): check the URL and "
                    "GOOGLE_BASE_URL",
                    "GOOGLE_APPLICATION_CREDENTIALS / GOOGLE_SERVICE_ACCOUNT (or the workload "
