@@ -22,6 +22,7 @@ to be retried with exponential backoff).
 from __future__ import annotations
 
 import base64
+import os
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -369,6 +370,18 @@ def test_the_client_text_is_scrubbed_of_every_credential(monkeypatch):
         "key 0123456789abcdef line ggSjAgEAAoIBAQC7VJTUt9Us8cKjMzEfYyjiW planted~client~secret")
     assert text == ("GET https://a.blob.core.windows.net/c?comp=list&sv=2022-11-02&sig=***&se=x "
                     "Authorization: Bearer *** SharedKey acct:*** key *** line *** ***")
+
+
+def test_an_azure_input_without_an_account_says_which_variable(tmp_path, monkeypatch):
+    """The account is not in an az:// URL: without AZURE_STORAGE_ACCOUNT_NAME the client
+    refuses to build a store ("Account must be specified"), before any request."""
+    for var in [v for v in os.environ if v.startswith("AZURE_")]:
+        monkeypatch.delenv(var)
+    with pytest.raises(mirror.ObjectStoreError) as e:
+        mirror.mirror("az://recon-landing/landing", tmp_path)
+    assert str(e.value) == ("listing az://recon-landing/landing/ failed: no storage account: set "
+                            "AZURE_STORAGE_ACCOUNT_NAME in the environment (an az:// URL names "
+                            "a container, not its account)")
 
 
 @pytest.mark.parametrize("url, said", [

@@ -314,6 +314,9 @@ def _store_error(e: Exception, doing: str, url: str) -> ObjectStoreError:
         why = (f"access denied ({code or 'AccessDenied'}, HTTP {status or 403}): the "
                f"credentials in the environment may not {VERBS.get(doing, 'get')} it "
                f"({permission})")
+    elif scheme == "az" and "Account must be specified" in text:  # the client's, before any request
+        why = ("no storage account: set AZURE_STORAGE_ACCOUNT_NAME in the environment (an az:// "
+               "URL names a container, not its account)")
     elif name == "InvalidPathError":
         key = m.group(1) if (m := re.search(r'Path "([^"]*)"', text)) else "a key"
         why = (f"the object store client cannot list the prefix: {key!r} has a '.', '..' or empty "
