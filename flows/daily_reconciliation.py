@@ -98,7 +98,7 @@ def pull_provider_window(landing_dir: str, start: date, end: date,
     """
     from connectors.runpod import RunpodClient, pull_billing
 
-    if is_remote(landing_dir):  # the pull writes files; an s3:// landing area is read-only here
+    if is_remote(landing_dir):  # the pull writes files; a bucket's landing area is read-only here
         raise ValueError(f"pull_provider lands the Runpod pull in a local folder, and the landing "
                          f"area is {landing_dir}: pull into a folder that is synced to the bucket "
                          f"(docs/scaling-out.md), or run without pull_provider")
@@ -140,7 +140,7 @@ def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
                   settle_seconds=settle_seconds, prefetch_gate=prefetch_gate, shard=shard,
                   claims=claims)
     log = logger()
-    if res.mirror is not None:  # an s3:// landing area: what was downloaded into the cache
+    if res.mirror is not None:  # a bucket's landing area: what was downloaded into the cache
         log.info("%s", res.mirror.summary())
     log.info("%s: landed %d files: %d records in = %d loaded + %d quarantined + %d skipped; "
              "%d quarantined in staging", _window(day, last_day), len(res.files), res.records_in,
@@ -231,7 +231,7 @@ def export_finance(db: str, day: date, exports_dir: str) -> list[str]:
 @task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
 def publish_marts(db: str, day_from: date, day_to: date, marts_dir: str) -> dict:
     """The batch's days of every mart as Hive-partitioned Parquet in `marts_dir`, a folder or
-    `s3://BUCKET/PREFIX` (`recon.outputs.publish`, what `recon publish` writes): after the gate,
+    `s3://BUCKET/PREFIX` or `az://CONTAINER/PREFIX` (`recon.outputs.publish`, what `recon publish` writes): after the gate,
     so another engine reads only days that passed it. A day rebuilt later (its bill landed or
     was restated) is written again by the run that rebuilds it."""
     from recon.db import connect
@@ -376,9 +376,10 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
             start (yesterday for an ad-hoc run).
         landing_dir: Folder the collectors and provider pulls write to; every new or changed
             file in it is loaded (relative paths are relative to the worker's working dir).
-            Or `s3://BUCKET/PREFIX`: its changed objects are downloaded into `landing-cache/`
-            beside `db` first (credentials from the worker's environment; not with
-            pull_provider, which writes into the landing area).
+            Or `s3://BUCKET/PREFIX`, `gs://BUCKET/PREFIX`, `az://CONTAINER/PREFIX`: its
+            changed objects are downloaded into `landing-cache/` beside `db` first
+            (credentials from the worker's environment; not with pull_provider, which writes
+            into the landing area).
         db: DuckDB warehouse file.
         config: recon TOML (thresholds, mapping, rates). Default: LANDING_DIR/recon.toml.
         pull_provider: First pull Runpod billing for the trailing window into the landing
@@ -394,7 +395,7 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
         exports_dir: Folder for the day's finance CSVs (costs_<day>.csv, findings_<day>.csv),
             written after the gate passed; empty or null (the default): none. prefect.yaml
             and `python flows/daily_reconciliation.py` set data/exports.
-        marts_dir: Folder or `s3://BUCKET/PREFIX` for the marts as Hive-partitioned Parquet
+        marts_dir: Folder, `s3://BUCKET/PREFIX` or `az://CONTAINER/PREFIX` for the marts as Hive-partitioned Parquet
             (`marts/<table>/day=<day>/part-0.parquet`, as `recon publish` writes them), the
             days built written after the gate passed; empty or null (the default): none.
         shard: One shard of the config's `[shards]` (or `__unassigned__`), into its own `db`:

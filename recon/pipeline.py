@@ -42,7 +42,7 @@ class RunResult:
     # is a mistake worth saying, not an empty summary
     empty_days: list[date] = field(default_factory=list)
     billed_span: tuple[date, date] | None = None
-    # an s3:// input: what its mirror into the cache folder listed, downloaded and removed
+    # an s3://, gs:// or az:// input: what its mirror into the cache folder listed, downloaded and removed
     # (recon.ingest.mirror.MirrorResult); None for a local folder
     mirror: object | None = None
 
@@ -133,7 +133,7 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         shard: str | None = None, claims: list[str] | None = None) -> RunResult:
     """Land `input_dir` into `db`, rebuild every model, return the accounting and the summary.
 
-    `input_dir` may be `s3://BUCKET/PREFIX`: its objects are first mirrored into a cache folder
+    `input_dir` may be `s3://BUCKET/PREFIX`, `gs://BUCKET/PREFIX` or `az://CONTAINER/PREFIX`: its objects are first mirrored into a cache folder
     (`cache_dir`, default `landing-cache/` beside `db`), downloading only the objects changed
     since the last mirror, and that folder is landed with each file named by its object's URL
     (recon/ingest/mirror.py). `on_download(i, n, key)` is called as each download ends. The
@@ -149,7 +149,7 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
     (recon/shards.py); `claims` (the `__unassigned__` shard only): the named shards'
     warehouses or published marts folders.
     `progress(i, n, file)` is called as each file lands; `on_stage(text)` as each other stage
-    starts: "downloading" (an s3:// input), "building staging", "building intermediate", …, "writing the warehouse",
+    starts: "downloading" (an object store's input), "building staging", "building intermediate", …, "writing the warehouse",
     "validating".
     """
     if day_from is not None and day_to is not None and day_from > day_to:

@@ -292,12 +292,13 @@ def test_a_prefix_with_nothing_to_land_is_a_failed_run(tmp_path, s3):
 def test_an_s3_url_with_credentials_or_another_scheme_is_refused_before_any_request(tmp_path,
                                                                                    s3):
     s3.clear()
-    out = CliRunner().invoke(app, ["run", "--input", "gs://bucket/landing", "--db",
+    out = CliRunner().invoke(app, ["run", "--input", "hdfs://bucket/landing", "--db",
                                    str(tmp_path / "w.duckdb")])
     assert out.exit_code == 2
-    assert " ".join(out.output.split()) == ("error: gs:// is not supported as input: give a local "
-                                            "folder or s3://BUCKET/PREFIX (an S3-compatible store: "
-                                            "AWS_ENDPOINT_URL)")
+    assert " ".join(out.output.split()) == ("error: hdfs:// is not supported as input: give a "
+                                            "local folder, s3://BUCKET/PREFIX (an S3-compatible "
+                                            "store: AWS_ENDPOINT_URL), gs://BUCKET/PREFIX or "
+                                            "az://CONTAINER/PREFIX")
     assert not (tmp_path / "w.duckdb").exists()
     out = CliRunner().invoke(app, ["run", "--input", f"s3://{ACCESS_KEY}:{SECRET_KEY}@b/p",
                                    "--db", str(tmp_path / "w.duckdb")])

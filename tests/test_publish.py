@@ -1,4 +1,5 @@
-"""`recon publish`: the marts as Hive-partitioned Parquet, in a folder and in an S3 prefix.
+"""`recon publish`: the marts as Hive-partitioned Parquet, in a folder, in an S3 prefix and in
+an Azure container's (Azurite on 127.0.0.1: tests/fakes/azure_server.py).
 
 What is checked comes from the formats' own rules: DuckDB's Hive partitioning ("Hive
 Partitioning" in DuckDB's docs: `read_parquet(..., hive_partitioning = true)` adds each
@@ -22,6 +23,8 @@ from typer.testing import CliRunner
 
 from recon.cli import app
 from recon.schema import MARTS
+from tests.fakes import azure_server
+from tests.fakes.azure_server import fake_azure
 from tests.fakes.s3_server import fake_s3
 
 BUCKET = "recon-marts"
@@ -235,6 +238,56 @@ def test_s3_access_denied_names_bucket_and_prefix_without_the_secret(tmp_path, s
                     f"credentials in the environment may not put it (s3:PutObject on {BUCKET})")
 
 
+@pytest.fixture(scope="module")
+def azure(tmp_path_factory):
+    """Azurite behind the fault proxy (tests/fakes/azure_server.py), AZURE_STORAGE_* set."""
+    with pytest.MonkeyPatch.context() as mp, fake_azure(
+            mp, tmp_path_factory.mktemp("azurite"), (BUCKET,)) as fake:
+        yield fake
+
+
+def test_azure_gets_the_same_files_and_a_503_on_the_first_put_is_retried(tmp_path, sim_run,
+                                                                         azure):
+    """Put Blob replaces the whole blob (Azure Storage REST API, "Put Blob"); ServerBusy is
+    HTTP 503 ("Common REST API error codes"), retried by the client."""
+    local = tmp_path / "local"
+    _publish(sim_run["db"], str(local))
+    azure.clear()
+    azure.fail("put", 503, "ServerBusy")
+    said = _publish(sim_run["db"], f"az://{BUCKET}/analytics/gpu")
+    assert f"to az://{BUCKET}/analytics/gpu/; manifest az://{BUCKET}/analytics/gpu/marts/" in said
+    puts = [r for r in azure.seen if r[0] == "put"]
+    assert puts[0][3] == 503 and puts[1][2] == puts[0][2]  # the same blob again
+    assert len([r for r in puts if r[3] == 201]) == len(_files(local))  # one Put Blob a file
+    # read back by listing and downloading, then read as the folder was
+    down = tmp_path / "down"
+    keys = azure.keys(BUCKET, "analytics/gpu")
+    for key in keys:
+        assert key.startswith("analytics/gpu/marts/")
+        dest = down / key.removeprefix("analytics/gpu/")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(azure.get(BUCKET, key))
+    assert _files(down) == _files(local)  # byte for byte, manifest included
+    _assert_same_marts(sim_run["db"], down)
+
+
+def test_azure_access_denied_names_the_container_without_the_key(tmp_path, sim_run, azure):
+    azure.clear()
+    azure.fail("put", 403, "AuthorizationPermissionMismatch", times=None)
+    try:
+        res = CliRunner().invoke(app, ["publish", "--db", str(sim_run["db"]), "--out",
+                                       f"az://{BUCKET}/denied"])
+    finally:
+        azure.clear()
+    assert res.exit_code == 1
+    text = " ".join(res.output.split())
+    assert azure_server.KEY not in text
+    assert text == (f"error: writing az://{BUCKET}/denied/marts/workload_lifecycle/"
+                    f"part-0.parquet failed: access denied (AuthorizationPermissionMismatch, "
+                    f"HTTP 403): the credentials in the environment may not put it (Storage "
+                    f"Blob Data Contributor on {BUCKET})")
+
+
 def test_a_daily_runs_publish_keeps_the_earlier_days_of_the_last_run_marts(tmp_path):
     """After a windowed run (`recon run --from D --to D`, the daily flow's), the marts marked
     `window = "last_run"` in sql/marts/_models.toml hold the window and only the part of
@@ -271,8 +324,14 @@ def test_a_daily_runs_publish_keeps_the_earlier_days_of_the_last_run_marts(tmp_p
 
 
 def test_another_scheme_or_credentials_in_the_url_are_refused(tmp_path, sim_run):
-    for url, said in (("gs://b/p", "gs:// is not supported as a destination: give a local "
-                                   "folder or s3://BUCKET/PREFIX"),
+    for url, said in (("hdfs://b/p", "hdfs:// is not supported as a destination: give a local "
+                                     "folder, s3://BUCKET/PREFIX (an S3-compatible store: "
+                                     "AWS_ENDPOINT_URL) or az://CONTAINER/PREFIX"),
+                      # no write to GCS is tested: tests/fakes/gcs_server.py says why
+                      ("gs://b/p", "gs:// is not supported as a destination (it is as an "
+                                   "input): give a local folder, s3://BUCKET/PREFIX (an "
+                                   "S3-compatible store: AWS_ENDPOINT_URL) or "
+                                   "az://CONTAINER/PREFIX"),
                       (f"s3://{ACCESS_KEY}:{SECRET_KEY}@b/p", "credentials come from the "
                                                               "environment")):
         res = CliRunner().invoke(app, ["publish", "--db", str(sim_run["db"]), "--out", url])

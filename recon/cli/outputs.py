@@ -218,8 +218,8 @@ def check_cmd(day: str | None = typer.Option(None, "--day", help="UTC day YYYY-M
         raise typer.Exit(1)
 
 
-def publish_cmd(out: str = typer.Option(..., "--out", help="Folder, or s3://BUCKET/PREFIX "
-                                        "(credentials from the environment)"),
+def publish_cmd(out: str = typer.Option(..., "--out", help="Folder, s3://BUCKET/PREFIX or "
+                                        "az://CONTAINER/PREFIX (credentials from the environment)"),
                 db: Path = typer.Option(Path("data/recon.duckdb")),
                 day_from: str | None = typer.Option(None, "--from", help="First UTC day "
                                                     "(YYYY-MM-DD) of the partitions written"),

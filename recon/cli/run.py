@@ -20,7 +20,8 @@ from .app import (
 
 
 def run_cmd(input: str = typer.Option(..., "--input", help="Folder of input files (any layout), "
-                                     "or s3://BUCKET/PREFIX (credentials from the environment)"),
+                                     "or s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, az://CONTAINER/"
+                                     "PREFIX (credentials from the environment)"),
             db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to write"),
             config: Path | None = typer.Option(None, help="recon TOML (default: INPUT/recon.toml)"),
             day_from: str | None = typer.Option(None, "--from", help="First UTC day (YYYY-MM-DD)"),
@@ -31,7 +32,7 @@ def run_cmd(input: str = typer.Option(..., "--input", help="Folder of input file
             settle: float = typer.Option(0, "--settle", help="Leave files modified less than "
                                          "this many seconds ago for a later run (still being "
                                          "written)"),
-            cache: Path | None = typer.Option(None, "--cache", help="With an s3:// input: the "
+            cache: Path | None = typer.Option(None, "--cache", help="With an s3://, gs:// or az:// input: the "
                                               "folder its objects are mirrored into (default: "
                                               "landing-cache/ beside --db)"),
             shard: str | None = typer.Option(None, "--shard", help="Run one shard of the "
@@ -40,7 +41,7 @@ def run_cmd(input: str = typer.Option(..., "--input", help="Folder of input file
             claims: list[str] | None = typer.Option(None, "--claims", help="With --shard "
                                                     "__unassigned__: a named shard's warehouse "
                                                     "or published marts folder (repeat for each)")):
-    """Load every file of a folder (or of an S3 prefix), build the marts, print the summary.
+    """Load every file of a folder (or of an object store's prefix), build the marts, print the summary.
 
     Example: recon run --input /data/landing --db data/recon.duckdb --from 2026-06-01 --to 2026-06-01
     """
@@ -190,7 +191,7 @@ def demo(db: Path = typer.Option(DEMO_DB, help="DuckDB file to write: its own, n
 
 
 def serve(landing_dir: str = typer.Option("data/landing", help="Landing area to load: a folder, "
-                                          "or s3://BUCKET/PREFIX"),
+                                          "or s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, az://CONTAINER/PREFIX"),
           db: Path = typer.Option(Path("data/recon.duckdb"), help="DuckDB file to write"),
           cron: str = typer.Option("30 2 * * *", help="UTC cron; each run reconciles the day before"),
           port: int = typer.Option(4200, help="Port of the local Prefect server started when "

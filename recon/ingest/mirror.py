@@ -1,5 +1,6 @@
-"""An S3 landing area as a local folder: mirror `s3://BUCKET/PREFIX` into a cache folder,
-then land that folder with `load_folder` as any other.
+"""A landing area in an object store as a local folder: mirror `s3://BUCKET/PREFIX` (S3 or an
+S3-compatible store), `gs://BUCKET/PREFIX` (Google Cloud Storage) or `az://CONTAINER/PREFIX`
+(Azure Blob Storage) into a cache folder, then land that folder with `load_folder` as any other.
 
 Landing's rules (recognition by content, quarantine with file/line/reason, unchanged files not
 read again, idempotent reruns) live in `load_folder` and hold here unchanged because the mirror
@@ -7,7 +8,10 @@ only decides which objects to download: an object whose ETag and size are those 
 mirror (the manifest `.recon-mirror.json` in the cache folder) and whose cached copy is still
 there is not downloaded again. The loader names each file by its object's URL
 (`load_folder(..., source_root=url)`), so `raw.files`, `raw.quarantine` and `recon quarantine`
-show `s3://BUCKET/PREFIX/k8s/...`, never the cache path.
+show `s3://BUCKET/PREFIX/k8s/...` (or the gs:// or az:// URL), never the cache path. The cache
+folder of an S3 prefix is `CACHE/BUCKET/PREFIX`; of the others `CACHE/gs/BUCKET/PREFIX` and
+`CACHE/az/CONTAINER/PREFIX`, which no S3 bucket's can be (a bucket name has 3 characters at
+least), so a bucket of one name in two stores never shares a folder.
 
 A cached copy's mtime is its object's LastModified plus a sub-millisecond offset taken from its
 ETag: the loader skips a file by (size, mtime), and an object rewritten within the same second
@@ -19,11 +23,15 @@ An object gone from the store is removed from the cache (a stale `recon.toml` or
 go on being read) and named in `MirrorResult.removed`; what it landed stays in the warehouse, as
 for a file removed from a local landing folder.
 
-Credentials come from the environment only, through obstore's (object_store's) standard chain:
-AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL, a
-web identity or the instance metadata. No message of this module carries them: errors name the
-bucket, the prefix, the S3 error code and HTTP status, and any credential value found in the
-client's text is blanked out first (`_scrub`).
+Credentials come from the environment only, through obstore's (object_store's) standard chain
+for each store: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, AWS_REGION,
+AWS_ENDPOINT_URL, a web identity or the instance metadata (S3); GOOGLE_APPLICATION_CREDENTIALS,
+GOOGLE_SERVICE_ACCOUNT(_KEY), GOOGLE_BEARER_TOKEN or the metadata server, GOOGLE_BASE_URL (GCS);
+AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY, a SAS token, a service principal
+(AZURE_CLIENT_ID / AZURE_CLIENT_SECRET / AZURE_TENANT_ID), a workload or managed identity,
+AZURE_STORAGE_ENDPOINT (Azure). No message of this module carries them: errors name the bucket
+(container), the prefix or object, the store's error code and HTTP status, and any credential
+value found in the client's text is blanked out first (`_scrub`).
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-SCHEMES = ("s3://",)
+SCHEMES = ("s3://", "gs://", "az://")
 MANIFEST = ".recon-mirror.json"
 CACHE_DIR = "landing-cache"  # beside the warehouse, unless `recon run --cache` says otherwise
 # object_store retries 5xx answers (S3's 503 SlowDown among them), dropped connections and
@@ -53,19 +61,86 @@ RETRY = {"max_retries": 8, "retry_timeout": timedelta(seconds=120),
          "backoff": {"init_backoff": timedelta(milliseconds=200),
                      "max_backoff": timedelta(seconds=20), "base": 2}}
 DOWNLOADS = 8  # GETs at once: each is mostly waiting on the network
+# the variables obstore reads that hold a secret (its AmazonS3Config, GCSConfig, AzureConfig)
 CREDENTIAL_VARS = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-                   "AWS_ACCESS_KEY_ID")
+                   "AWS_ACCESS_KEY_ID",
+                   "GOOGLE_BEARER_TOKEN", "GOOGLE_SERVICE_ACCOUNT_KEY",
+                   "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY",
+                   "AZURE_STORAGE_MASTER_KEY", "AZURE_STORAGE_CLIENT_SECRET",
+                   "AZURE_CLIENT_SECRET", "AZURE_STORAGE_SAS_KEY", "AZURE_STORAGE_SAS_TOKEN",
+                   "AZURE_STORAGE_TOKEN", "AZURE_ENCRYPTION_KEY", "AZURE_FABRIC_SESSION_TOKEN")
+# the secrets inside a service account key given as JSON (GOOGLE_SERVICE_ACCOUNT_KEY)
+KEY_FIELDS = ("private_key", "private_key_id", "client_secret", "refresh_token")
+# a credential in a request's text whatever its variable: a SAS token's signature (`sig=` in the
+# URL obstore names), an Authorization header's value
+CREDENTIAL_PATTERNS = (re.compile(r"(?i)([?&]sig=)[^&\s\"'<>]+"),
+                       re.compile(r"(?i)(\bBearer\s+)[A-Za-z0-9._~+/=-]+"),
+                       re.compile(r"(\bSharedKey(?:Lite)?\s+[^:\s]+:)[A-Za-z0-9+/=]+"))
 ENDPOINT_VARS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
+GCS_ENDPOINT_VARS = ("GOOGLE_BASE_URL",)
+AZURE_ENDPOINT_VARS = ("AZURE_STORAGE_ENDPOINT", "AZURE_ENDPOINT")
+
+
+@dataclass(frozen=True)
+class Provider:
+    """What an error sentence says of one store: its name for a bucket, the error codes that
+    mean the bucket is missing, the credentials refused or the access denied (each store's
+    error reference), what to check, and the permission each request needs."""
+
+    bucket: str  # "bucket" or "container"
+    missing: tuple[str, ...]
+    refused: tuple[str, ...]
+    denied: tuple[str, ...]
+    where: str  # what to check when the bucket is missing
+    credentials: str  # what to check when the credentials are refused
+    permission: dict[str, str]  # doing -> the permission, "{bucket}" filled in
+
+
+PROVIDERS = {
+    # Amazon S3 API Reference, "Error responses"
+    "s3": Provider("bucket", ("NoSuchBucket",),
+                   ("InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken"),
+                   ("AccessDenied",),
+                   "(or is in another account or region): check the URL, AWS_REGION and "
+                   "AWS_ENDPOINT_URL",
+                   "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the role)",
+                   {"listing": "s3:ListBucket on {bucket}", "getting": "s3:GetObject on {bucket}",
+                    "writing": "s3:PutObject on {bucket}"}),
+    # Cloud Storage, "HTTP status and error codes for XML" (obstore speaks the XML API);
+    # credentials it does not take are "a 401 unauthorized error" (its "XML API methods"),
+    # which `_store_error` reads for every store
+    "gs": Provider("bucket", ("NoSuchBucket",), ("AuthenticationRequired",), ("AccessDenied",),
+                   "(or the credentials' project cannot see it): check the URL and "
+                   "GOOGLE_BASE_URL",
+                   "GOOGLE_APPLICATION_CREDENTIALS / GOOGLE_SERVICE_ACCOUNT (or the workload "
+                   "identity)",
+                   {"listing": "storage.objects.list on {bucket}",
+                    "getting": "storage.objects.get on {bucket}",
+                    "writing": "storage.objects.create on {bucket}"}),
+    # Azure Storage, "Common REST API error codes" and "Blob Storage error codes"
+    "az": Provider("container", ("ContainerNotFound",),
+                   ("AuthenticationFailed", "InvalidAuthenticationInfo",
+                    "NoAuthenticationInformation"),
+                   ("AuthorizationFailure", "AuthorizationPermissionMismatch",
+                    "AuthorizationResourceTypeMismatch", "InsufficientAccountPermissions"),
+                   "(or is in another storage account): check the URL, "
+                   "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ENDPOINT",
+                   "AZURE_STORAGE_ACCOUNT_KEY / AZURE_STORAGE_SAS_TOKEN / AZURE_CLIENT_ID and "
+                   "AZURE_CLIENT_SECRET (or the managed identity)",
+                   {"listing": "Storage Blob Data Reader on {bucket}",
+                    "getting": "Storage Blob Data Reader on {bucket}",
+                    "writing": "Storage Blob Data Contributor on {bucket}"}),
+}
 
 
 class ObjectStoreError(RuntimeError):
     """The store refused or failed a LIST or GET after the client's retries: the message names
-    the bucket and prefix (or object) and the S3 error, never a credential."""
+    the bucket (container) and prefix (or object) and the store's error, never a credential."""
 
 
 @dataclass
 class MirrorResult:
-    url: str  # s3://BUCKET/PREFIX, normalised: the prefix ends with "/" (or is empty)
+    url: str  # s3://BUCKET/PREFIX (gs://, az://), normalised: the prefix ends with "/" (or is empty)
     folder: Path  # the cache folder holding the objects, landed by load_folder
     listed: int = 0
     downloaded: int = 0
@@ -89,32 +164,61 @@ class MirrorResult:
 
 
 def is_remote(location) -> bool:
-    """Is `location` a URL (`s3://`, or one `parse_url` refuses: `gs://`, `az://`, ...) rather
-    than a local folder? (A local folder named `gs:` would be read as the path `gs:/b`.)"""
+    """Is `location` a URL (`s3://`, `gs://`, `az://`, or one `parse_url` refuses: `abfs://`,
+    `hdfs://`, ...) rather than a local folder? (A local folder named `gs:` would be read as
+    the path `gs:/b`.)"""
     return isinstance(location, str) and re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", location) is not None
 
 
-def parse_url(url: str) -> tuple[str, str]:
-    """(bucket, prefix) of `s3://BUCKET/PREFIX`; the prefix is a folder: it ends with "/" unless
-    empty, so `s3://b/landing` does not also take `s3://b/landing-old/`."""
+# what a URL of each scheme names, and where its credentials come from instead
+NAMES = {"s3": ("s3://BUCKET/PREFIX", "a bucket",
+                "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ..."),
+         "gs": ("gs://BUCKET/PREFIX", "a bucket",
+                "GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_SERVICE_ACCOUNT, ..."),
+         "az": ("az://CONTAINER/PREFIX", "a container",
+                "AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY, ...")}
+
+
+def parse_location(url: str) -> tuple[str, str, str]:
+    """(scheme, bucket, prefix) of `s3://BUCKET/PREFIX`, `gs://BUCKET/PREFIX` or
+    `az://CONTAINER/PREFIX` (the storage account comes from the environment:
+    AZURE_STORAGE_ACCOUNT_NAME); the prefix is a folder: it ends with "/" unless empty, so
+    `s3://b/landing` does not also take `s3://b/landing-old/`."""
     if not url.lower().startswith(SCHEMES):
         raise ValueError(f"{url.split('://')[0]}:// is not supported as input: give a local "
-                         f"folder or s3://BUCKET/PREFIX (an S3-compatible store: AWS_ENDPOINT_URL)")
+                         f"folder, s3://BUCKET/PREFIX (an S3-compatible store: AWS_ENDPOINT_URL), "
+                         f"gs://BUCKET/PREFIX or az://CONTAINER/PREFIX")
+    scheme = url[:2].lower()
+    form, names, env = NAMES[scheme]
     rest = url[5:]
     bucket, _, prefix = rest.partition("/")
-    if "@" in bucket or ":" in bucket:
-        # s3://KEY:SECRET@bucket: the URL is stored and shown, so it carries no credential
-        raise ValueError("an s3:// URL names a bucket and a prefix only: credentials come from "
-                         "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...)")
+    if "@" in bucket or ":" in bucket or "?" in url:
+        # s3://KEY:SECRET@bucket, az://c/p?sv=..&sig=..: the URL is stored and shown, so it
+        # carries no credential
+        raise ValueError(f"a{'n' if scheme in ('s3', 'az') else ''} {scheme}:// URL names "
+                         f"{names} and a prefix only: credentials come from the environment "
+                         f"({env})")
     if not bucket:
-        raise ValueError(f"{url!r} names no bucket: give s3://BUCKET/PREFIX")
+        raise ValueError(f"{url!r} names no {names.split()[1]}: give {form}")
     prefix = prefix.strip("/")
-    return bucket, prefix + "/" if prefix else ""
+    return scheme, bucket, prefix + "/" if prefix else ""
+
+
+def parse_url(url: str) -> tuple[str, str]:
+    """(bucket, prefix) of a URL `parse_location` takes."""
+    return parse_location(url)[1:]
+
+
+def normalised(url: str) -> str:
+    """`url` as messages and the warehouse show it: lower-case scheme, prefix ending in "/"."""
+    scheme, bucket, prefix = parse_location(url)
+    return f"{scheme}://{bucket}/{prefix}"
 
 
 def cache_folder(url: str, cache_root: str | Path) -> Path:
-    bucket, prefix = parse_url(url)
-    return Path(cache_root) / bucket / prefix
+    scheme, bucket, prefix = parse_location(url)
+    root = Path(cache_root) if scheme == "s3" else Path(cache_root) / scheme
+    return root / bucket / prefix
 
 
 def default_cache_root(db) -> Path:
@@ -124,56 +228,95 @@ def default_cache_root(db) -> Path:
     return Path(db).parent / CACHE_DIR
 
 
-def _scrub(text: str) -> str:
-    """`text` without any credential value of the environment (the client's messages hold the
-    request's URL and the server's answer; a server could echo what it was sent)."""
+def _secrets() -> list[str]:
+    """The credential values of the environment, longest first (one may hold another)."""
+    values = []
     for var in CREDENTIAL_VARS:
         value = os.environ.get(var)
-        if value and len(value) >= 4:
-            text = text.replace(value, "***")
+        if not value:
+            continue
+        values.append(value)
+        if var == "GOOGLE_SERVICE_ACCOUNT_KEY":
+            try:
+                key = json.loads(value)
+            except ValueError:
+                key = None
+            if isinstance(key, dict):
+                values += [str(key[f]) for f in KEY_FIELDS if key.get(f)]
+                # a PEM key's lines, each of which a message could hold on its own
+                values += [ln for ln in str(key.get("private_key", "")).splitlines()
+                           if len(ln) >= 16 and not ln.startswith("-----")]
+    return sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)
+
+
+def _scrub(text: str) -> str:
+    """`text` without any credential value of the environment (the client's messages hold the
+    request's URL and the server's answer; a server could echo what it was sent), and without a
+    SAS signature or an Authorization header's value whatever their source."""
+    for value in _secrets():
+        text = text.replace(value, "***")
+    for pattern in CREDENTIAL_PATTERNS:
+        text = pattern.sub(r"\1***", text)
     return text
 
 
-def _endpoint() -> str | None:
-    return next((os.environ[v] for v in ENDPOINT_VARS if os.environ.get(v)), None)
+def _endpoint(variables=ENDPOINT_VARS) -> str | None:
+    return next((os.environ[v] for v in variables if os.environ.get(v)), None)
 
 
-def open_store(bucket: str, prefix: str):
-    """An obstore S3Store on `bucket`/`prefix`, configured by the environment. An `http://`
-    endpoint (MinIO or another S3-compatible server inside the network) is allowed as given."""
-    from obstore.store import S3Store
-
-    options = {"allow_http": True} if (_endpoint() or "").lower().startswith("http://") else {}
-    return S3Store(bucket, prefix=prefix or None, client_options=options, retry_config=RETRY)
+def _http(variables) -> dict:
+    """obstore's client options: an `http://` endpoint (MinIO, an emulator, a store inside the
+    network) is allowed as given; any other is HTTPS only."""
+    return {"allow_http": True} if (_endpoint(variables) or "").lower().startswith("http://") else {}
 
 
-# what a request was doing, as the sentence says it and as the IAM action it needs
-ACTIONS = {"listing": ("list", "ListBucket"), "getting": ("get", "GetObject"),
-           "writing": ("put", "PutObject")}
+def open_store(bucket: str, prefix: str, scheme: str = "s3"):
+    """An obstore store on `bucket`/`prefix` (S3Store, GCSStore or AzureStore by `scheme`),
+    configured by the environment."""
+    from obstore.store import AzureStore, GCSStore, S3Store
+
+    prefix = prefix or None
+    if scheme == "gs":
+        return GCSStore(bucket, prefix=prefix, client_options=_http(GCS_ENDPOINT_VARS),
+                        retry_config=RETRY)
+    if scheme == "az":
+        # (AZURE_STORAGE_USE_EMULATOR: the client allows Azurite's http:// URL by itself)
+        return AzureStore(bucket, prefix=prefix, client_options=_http(AZURE_ENDPOINT_VARS),
+                          retry_config=RETRY)
+    return S3Store(bucket, prefix=prefix, client_options=_http(ENDPOINT_VARS),
+                   retry_config=RETRY)
+
+
+# what a request was doing, as the sentence says it
+VERBS = {"listing": "list", "getting": "get", "writing": "put"}
 
 
 def _store_error(e: Exception, doing: str, url: str) -> ObjectStoreError:
-    """One sentence for a failed LIST, GET or PUT (`recon publish`): what was asked, the S3 error code and status
-    (from the client's text), what to check. The client's text itself is not repeated (it
-    holds request URLs and signatures); only its first line, scrubbed, when nothing is known."""
+    """One sentence for a failed LIST, GET or PUT (`recon publish`): what was asked, the store's
+    error code and status (from the client's text), what to check. The client's text itself is
+    not repeated (it holds request URLs and signatures); only its first line, scrubbed, when
+    nothing is known."""
     text = _scrub(str(e))
     code = m.group(1) if (m := re.search(r"<Code>([A-Za-z]+)</Code>", text)) else None
     status = m.group(1) if (m := re.search(r"status code: (\d{3})", text)) else None
     retries = m.group(1) if (m := re.search(r"retries: (\d+)", text)) else None
-    bucket = parse_url(url)[0]
+    scheme, bucket, _ = parse_location(url)
+    p = PROVIDERS[scheme]
     name = type(e).__name__
-    if code == "NoSuchBucket" or (name == "FileNotFoundError" and doing == "listing"):
-        why = (f"bucket {bucket!r} does not exist (or is in another account or region): check "
-               f"the URL, AWS_REGION and AWS_ENDPOINT_URL")
-    elif code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
-                  "InvalidToken") or name == "UnauthenticatedError":
+    if code in p.missing or (name == "FileNotFoundError" and doing == "listing"):
+        why = f"{p.bucket} {bucket!r} does not exist {p.where}"
+    elif code in p.refused or status == "401" or name == "UnauthenticatedError":
         why = (f"the store refused the credentials ({code or 'unauthenticated'}): check "
-               f"AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the role) in the environment")
-    elif code == "AccessDenied" or status == "403" or name in ("PermissionDeniedError",
-                                                               "PermissionError"):
-        verb, action = ACTIONS.get(doing, ACTIONS["getting"])
-        why = (f"access denied (AccessDenied, HTTP 403): the credentials in the environment "
-               f"may not {verb} it (s3:{action} on {bucket})")
+               f"{p.credentials} in the environment")
+    elif code in p.denied or status == "403" or name in ("PermissionDeniedError",
+                                                         "PermissionError"):
+        permission = p.permission.get(doing, p.permission["getting"]).format(bucket=bucket)
+        why = (f"access denied ({code or 'AccessDenied'}, HTTP {status or 403}): the "
+               f"credentials in the environment may not {VERBS.get(doing, 'get')} it "
+               f"({permission})")
+    elif scheme == "az" and "Account must be specified" in text:  # the client's, before any request
+        why = ("no storage account: set AZURE_STORAGE_ACCOUNT_NAME in the environment (an az:// "
+               "URL names a container, not its account)")
     elif name == "InvalidPathError":
         key = m.group(1) if (m := re.search(r'Path "([^"]*)"', text)) else "a key"
         why = (f"the object store client cannot list the prefix: {key!r} has a '.', '..' or empty "
@@ -187,10 +330,18 @@ def _store_error(e: Exception, doing: str, url: str) -> ObjectStoreError:
     return ObjectStoreError(f"{doing} {url} failed: {why}")
 
 
+def _etag(meta: dict) -> str | None:
+    """The ETag without its quotes: a listing may give it bare where the GET's header quotes
+    it (an HTTP entity tag); Azure's List Blobs and Get Blob do, and so does fake-gcs-server's
+    XML listing, while S3 quotes both."""
+    tag = meta.get("e_tag")
+    return tag.strip('"') if isinstance(tag, str) else tag
+
+
 def _mtime_ns(meta: dict) -> int:
     """LastModified in ns, plus < 1 ms from the ETag (module docstring)."""
     seconds = int(meta["last_modified"].timestamp() * 1e6) * 1000
-    return seconds + zlib.crc32(str(meta.get("e_tag") or "").encode()) % 1_000_000
+    return seconds + zlib.crc32(str(_etag(meta) or "").encode()) % 1_000_000
 
 
 def _safe_rel(key: str) -> str | None:
@@ -262,13 +413,13 @@ def mirror(url: str, cache_root: str | Path,
     download ends. `store`: an obstore store to use instead of one from the environment."""
     import obstore
 
-    bucket, prefix = parse_url(url)
-    url = f"s3://{bucket}/{prefix}"
+    scheme, bucket, prefix = parse_location(url)
+    url = normalised(url)
     folder = cache_folder(url, cache_root)
     folder.mkdir(parents=True, exist_ok=True)
     res = MirrorResult(url=url, folder=folder)
     try:
-        store = store if store is not None else open_store(bucket, prefix)
+        store = store if store is not None else open_store(bucket, prefix, scheme)
         listed = [m for batch in obstore.list(store) for m in batch]
     except Exception as e:  # noqa: BLE001 - the client's errors (configuration, HTTP): one
         raise _store_error(e, "listing", url) from None  # sentence, no traceback of theirs
@@ -292,7 +443,7 @@ def mirror(url: str, cache_root: str | Path,
             continue
         old = had.get(key)
         local = folder / rel
-        if (old is not None and old["e_tag"] == meta.get("e_tag") and old["size"] == meta["size"]
+        if (old is not None and _etag(old) == _etag(meta) and old["size"] == meta["size"]
                 and local.is_file() and local.stat().st_size == meta["size"]):
             kept[key] = old
             res.unchanged += 1
@@ -321,7 +472,7 @@ def mirror(url: str, cache_root: str | Path,
                         # disk) is raised as it is, once the manifest is saved
                         failed = failed or _store_error(e.error, "getting", url + key)
                     continue
-                kept[key] = {"e_tag": meta.get("e_tag"), "size": meta["size"],
+                kept[key] = {"e_tag": _etag(meta), "size": meta["size"],
                              "last_modified": meta["last_modified"].isoformat()}
                 res.downloaded += 1
                 res.downloaded_bytes += meta["size"]

@@ -1,8 +1,9 @@
-"""`recon publish`: the marts as Hive-partitioned Parquet in a folder or an S3 prefix, so that
+"""`recon publish`: the marts as Hive-partitioned Parquet in a folder, an S3 prefix or an Azure
+Blob Storage container's prefix, so that
 dashboards and other engines (Spark, Trino, Athena, BigQuery external tables) read them without
 the DuckDB file.
 
-Layout under the destination `OUT` (a folder, or `s3://BUCKET/PREFIX`):
+Layout under the destination `OUT` (a folder, `s3://BUCKET/PREFIX` or `az://CONTAINER/PREFIX`):
 
     OUT/marts/<table>/day=YYYY-MM-DD/part-0.parquet   # a mart with a `day` column, per day
     OUT/marts/<table>/part-0.parquet                  # a mart without one
@@ -37,8 +38,9 @@ window only (`cfg('day_from')..cfg('day_to')`): a day outside it is not in the w
 more, which says nothing about that day, so its published partition stays as it is.
 
 Local files are written to a hidden temporary file in their own folder, then renamed over the
-old one (atomic on POSIX). S3 objects are one PUT each (no multipart: a reader sees the old
-object or the new one, never a part; a single PUT takes up to 5 GB), retried on 5xx and
+old one (atomic on POSIX). Objects are one PUT each (no multipart: a reader sees the old
+object or the new one, never a part; a single PUT takes up to 5 GB on S3, Put Blob up to
+5000 MiB on Azure), retried on 5xx and
 throttling by the client as the mirror's reads are; credentials come from the environment only
 and errors name the bucket and prefix, never a secret (recon/ingest/mirror.py).
 """
@@ -115,17 +117,32 @@ class _Folder:
         return dest
 
 
+# the schemes publish writes to: gs:// is read as an input only (DESTINATIONS' comment)
+DESTINATIONS = ("s3", "az")
+REFUSED = {"gs": "gs:// is not supported as a destination (it is as an input): give a local "
+                 "folder, s3://BUCKET/PREFIX (an S3-compatible store: AWS_ENDPOINT_URL) or "
+                 "az://CONTAINER/PREFIX"}
+# gs:// is refused because no write to it is tested: obstore's GCSStore writes with the XML
+# API's `PUT /BUCKET/KEY`, which the only loopback GCS server installable here
+# (fake-gcs-server) answers `400 invalid uploadType` (tests/fakes/gcs_server.py)
+
+
 class _Bucket:
-    """An S3 prefix: one PUT per object, through obstore, as the mirror reads."""
+    """An S3 prefix or an Azure container's: one PUT per object, through obstore, as the
+    mirror reads."""
 
     def __init__(self, url: str, store=None) -> None:
         try:
-            bucket, prefix = mirror.parse_url(url)
+            scheme, bucket, prefix = mirror.parse_location(url)
         except ValueError as e:  # the same rules as an input, said of a destination
-            raise ValueError(str(e).replace("as input", "as a destination")) from None
-        self.url = f"s3://{bucket}/{prefix}"
+            raise ValueError(str(e).replace("as input", "as a destination")
+                             .replace(", gs://BUCKET/PREFIX or", " or")) from None
+        if scheme not in DESTINATIONS:
+            raise ValueError(REFUSED[scheme])
+        self.url = f"{scheme}://{bucket}/{prefix}"
         try:
-            self.store = store if store is not None else mirror.open_store(bucket, prefix)
+            self.store = (store if store is not None
+                          else mirror.open_store(bucket, prefix, scheme))
         except Exception as e:  # noqa: BLE001 - the client's configuration errors: one sentence
             raise mirror._store_error(e, "writing", self.url) from None
 
@@ -219,9 +236,10 @@ def publish(con, out: str | Path, day_from: date | None = None, day_to: date | N
             progress: Callable[[int, int, str], None] | None = None,
             store=None) -> PublishResult:
     """Write the marts of the warehouse behind `con` (read-only is enough) to `out`, a folder or
-    `s3://BUCKET/PREFIX`; with `day_from`/`day_to`, only those days' partitions (the marts
-    without a day column always). `progress(i, n, path)` after each file; `store`: an obstore
-    store to use for an s3:// `out` instead of one from the environment."""
+    `s3://BUCKET/PREFIX` or `az://CONTAINER/PREFIX`; with `day_from`/`day_to`, only those
+    days' partitions (the marts without a day column always). `progress(i, n, path)` after
+    each file; `store`: an obstore store to use for a remote `out` instead of one from the
+    environment."""
     remote = mirror.is_remote(str(out))
     dest = _Bucket(str(out), store) if remote else _Folder(Path(out))
     shown = dest.url

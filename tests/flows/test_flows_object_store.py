@@ -1,5 +1,6 @@
-"""The daily flow's `landing_dir` as `s3://BUCKET/PREFIX` (task logic through `.fn`, no flow
-run), against moto's S3 server on 127.0.0.1 through the real client (tests/fakes/s3_server.py)."""
+"""The daily flow's `landing_dir` as `s3://BUCKET/PREFIX`, `az://CONTAINER/PREFIX` and
+`gs://BUCKET/PREFIX` (task logic through `.fn`, no flow run), against moto's S3 server, Azurite
+and fake-gcs-server on 127.0.0.1 through the real client (tests/fakes/)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,50 @@ def test_the_daily_build_downloads_the_prefix_and_lands_it(s3, tmp_path, caplog,
             f"downloaded") in caplog.text
     assert (tmp_path / "landing-cache" / BUCKET / "landing" / "recon.toml").is_file()
     assert SECRET not in caplog.text
+
+
+@pytest.fixture(params=["az", "gs"])
+def cloud(request, monkeypatch, tmp_path_factory):
+    """Azurite or fake-gcs-server behind the fault proxy, the store's variables set
+    (tests/fakes/azure_server.py, tests/fakes/gcs_server.py): (scheme, fake, its secret)."""
+    from tests.fakes import azure_server, gcs_server
+
+    work = tmp_path_factory.mktemp(request.param)
+    if request.param == "az":
+        with azure_server.fake_azure(monkeypatch, work, (BUCKET,)) as fake:
+            yield "az", fake, azure_server.KEY
+    else:
+        with gcs_server.fake_gcs(monkeypatch, work, (BUCKET,)) as fake:
+            yield "gs", fake, gcs_server.TOKEN
+
+
+def test_the_daily_build_reads_an_azure_or_gcs_landing_area(cloud, tmp_path, caplog,
+                                                            monkeypatch):
+    from flows.daily_reconciliation import build_marts
+    from recon.simulate import simulate
+
+    scheme, fake, secret = cloud
+    root = tmp_path / "in"
+    simulate(root, seed=5, days=1, nodes=2)
+    objects = sorted(p for p in root.rglob("*") if p.is_file())
+    for p in objects:
+        fake.put(BUCKET, "landing/" + p.relative_to(root).as_posix(), p.read_bytes())
+    db = tmp_path / "w.duckdb"
+    caplog.set_level(logging.INFO)
+    flows_log = logging.getLogger("flows")  # (as the s3:// test above listens)
+    flows_log.addHandler(caplog.handler)
+    monkeypatch.setattr(flows_log, "disabled", False)
+    try:
+        out = build_marts.fn(f"{scheme}://{BUCKET}/landing", str(db), date(2026, 6, 1))
+    finally:
+        flows_log.removeHandler(caplog.handler)
+    landed = [p for p in objects if not p.name.startswith(".") and p.name != "recon.toml"]
+    assert out["files"] == len(landed) and out["loaded"] > 0
+    assert (f"{scheme}://{BUCKET}/landing/: {len(objects)} object(s) listed, {len(objects)} "
+            f"downloaded") in caplog.text
+    assert fake.count("get", 200) == len(objects)
+    assert (tmp_path / "landing-cache" / scheme / BUCKET / "landing" / "recon.toml").is_file()
+    assert secret not in caplog.text
 
 
 def test_the_provider_pull_refuses_an_s3_landing_area(s3, monkeypatch):
