@@ -1,0 +1,277 @@
+"""The fleet flow end to end, as an operator runs it: a real `prefect server`, the two deployments
+of prefect.yaml it needs (`fleet-reconciliation` and the daily flow's `shard`), a real process
+worker on `recon-process`, all on 127.0.0.1.
+
+The fleet: three simulated clusters (`recon simulate`, seeds 7, 8, 9: disjoint Runpod pods,
+nodes and pod uids) laid out as docs/scaling-out.md section 1 (each cluster's Kubernetes files
+under `k8s/cluster=<c>/`), sharing ONE Runpod account: one `runpod/` folder whose bills hold
+every cluster's lines (a Runpod pull returns the account's records, whichever cluster the pod
+serves). `[shards]`: eu = gpu-eu, us = gpu-us + gpu-us2.
+
+One parent run reconciles the day: eu and us at the same time (their child runs overlap in
+time), then `__unassigned__`, then the tie-out. A second parent, run beside it, has an
+unwritable warehouse for shard us and fails naming the shard and the day. Slow (a server, a
+worker and a flow-run process per run): `-m 'not slow'` skips it locally; CI runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import httpx
+import pytest
+
+from recon.simulate import serverless_extras, simulate
+from tests.flows.duck import q
+
+REPO = Path(__file__).resolve().parents[2]
+PREFECT = [sys.executable, "-m", "prefect"]
+DAY = "2026-06-01"
+TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+SIM_CLUSTER = "sim-cluster"  # recon.simulate.world.CLUSTER
+CLUSTERS = {"gpu-eu": 7, "gpu-us": 8, "gpu-us2": 9}
+SHARDS = {"eu": ["gpu-eu"], "us": ["gpu-us", "gpu-us2"]}
+UNASSIGNED = "__unassigned__"
+# the simulator's fixed scenarios (one warm-pool pod, one balance, the account summary, the
+# serverless extras) are written identically by every world: the first world keeps them
+EXTRAS = {"warm-pool-watch.jsonl", "warm-pool-objects.json", "billing-pods-warm-pool.json",
+          "inventory-pods-warm-pool.json", "balance.json", "billing-account.json",
+          *serverless_extras.FILES}
+
+
+# ------------------------------------------------------------------------------------ the fleet
+
+def _merge_provider_file(dst: Path, src: Path) -> None:
+    """`src` into the account's file of the same name: a JSON object's lists (`records`,
+    `endpoints`, `networkVolumes`, ...) and a JSON list are concatenated, JSON lines appended;
+    an identical file (the sample GPU catalog) is kept once."""
+    if not dst.exists():
+        shutil.copyfile(src, dst)
+        return
+    if dst.read_bytes() == src.read_bytes():
+        return
+    if src.suffix == ".jsonl":
+        with dst.open("ab") as f:
+            f.write(src.read_bytes())
+        return
+    a, b = json.loads(dst.read_text()), json.loads(src.read_text())
+    if isinstance(a, list):
+        merged = a + b
+    else:
+        merged = {k: (v + b[k] if isinstance(v, list) and isinstance(b.get(k), list) else v)
+                  for k, v in a.items()}
+    dst.write_text(json.dumps(merged, indent=1))
+
+
+def build_fleet(root: Path) -> Path:
+    """The landing tree: k8s/cluster=<c>/ per cluster (the simulator's cluster renamed, as
+    bench/scaling.py does: the folder and each watch line's own `cluster`), runpod/ shared."""
+    fleet = root / "fleet"
+    (fleet / "runpod").mkdir(parents=True)
+    configs = []
+    for i, (name, seed) in enumerate(CLUSTERS.items()):
+        sim = root / f"sim-{name}"
+        simulate(sim, seed=seed, days=1, nodes=2, endpoints=1, start_day=date(2026, 6, 1))
+        dst = fleet / "k8s" / f"cluster={name}"
+        dst.mkdir(parents=True)
+        for p in sorted((sim / "k8s" / f"cluster={SIM_CLUSTER}").iterdir()):
+            if i and p.name in EXTRAS:
+                continue
+            data = p.read_bytes()
+            if p.suffix == ".jsonl":  # a line's own `cluster` wins over the folder
+                for old in (b'"cluster":"%s"' % SIM_CLUSTER.encode(),
+                            b'"cluster": "%s"' % SIM_CLUSTER.encode()):
+                    data = data.replace(old, old.replace(SIM_CLUSTER.encode(), name.encode()))
+            (dst / p.name).write_bytes(data)
+        for p in sorted((sim / "runpod").iterdir()):
+            if not (i and p.name in EXTRAS):
+                _merge_provider_file(fleet / "runpod" / p.name, p)
+        configs.append((sim / "recon.toml").read_text())
+    # one recon.toml: the first world's, plus the other worlds' serverless endpoints' rates
+    # (the sample rate card is otherwise the same), plus the shards
+    head = "[rates.serverless_per_second]\n"
+    extra = "".join(line + "\n" for t in configs[1:]
+                    for line in t.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
+                    if line.split(" = ")[0].strip('"') not in serverless_extras.ENDPOINTS)
+    shards = "\n[shards]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in SHARDS.items())
+    (fleet / "recon.toml").write_text(configs[0].replace(head, head + extra, 1) + shards)
+    return fleet
+
+
+# ------------------------------------------------------------------------- server and worker
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tail(path: Path, n: int = 60) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-n:]) if path.exists() else ""
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the process group we started (server or worker and its flow-run children)."""
+    import signal
+
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    except ProcessLookupError:
+        pass
+
+
+def cents(v) -> str:
+    """As the summary writes money: to the cent, half-even (recon.outputs.present.usd)."""
+    return str(Decimal(v).quantize(Decimal("0.01")))
+
+
+def _utc(ts: str) -> datetime:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
+
+
+@pytest.mark.slow
+def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
+    t_start = time.monotonic()
+    fleet = build_fleet(tmp_path)
+    good, broken = tmp_path / "good", tmp_path / "broken"
+    (broken / "shards" / "us.duckdb").mkdir(parents=True)  # a folder: DuckDB cannot open it
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    port = _free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(home), DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               PREFECT_UI_ENABLED="false")
+    cli_env = {**env, "PREFECT_API_URL": api, "PREFECT_WORKER_QUERY_SECONDS": "1",
+               "PREFECT_WORKER_PREFETCH_SECONDS": "5"}
+    server_log, worker_log = tmp_path / "server.log", tmp_path / "worker.log"
+    procs: list[subprocess.Popen] = []
+
+    def cli(*args: str, timeout: float = 120) -> str:
+        r = subprocess.run([*PREFECT, *args], check=False, env=cli_env, cwd=REPO,
+                           capture_output=True, text=True, timeout=timeout)
+        assert r.returncode == 0, f"prefect {' '.join(args)}:\n{r.stdout}\n{r.stderr}"
+        return r.stdout
+
+    def parent(out: Path) -> str:
+        params = json.dumps({"day": DAY, "landing_dir": str(fleet),
+                             "warehouse_dir": str(out / "shards"), "validation": False,
+                             "settle_seconds": 0, "exports_dir": str(out / "exports"),
+                             "marts_dir": str(out / "lake"), "poll_seconds": 1})
+        got = cli("deployment", "run", "fleet-reconciliation/fleet-reconciliation",
+                  "--params", params)
+        m = re.search(r"UUID:\s*([0-9a-f-]{36})", got)
+        assert m, got
+        return m.group(1)
+
+    def runs(**flow_runs) -> list[dict]:
+        return httpx.post(f"{api}/flow_runs/filter", timeout=10,
+                          json={"flow_runs": flow_runs}).json()
+
+    try:
+        with server_log.open("w") as log:
+            procs.append(subprocess.Popen(
+                [*PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True))
+        deadline = time.monotonic() + 120
+        while True:
+            assert procs[0].poll() is None, f"server exited:\n{_tail(server_log)}"
+            try:
+                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, f"server not healthy:\n{_tail(server_log)}"
+            time.sleep(0.5)
+
+        cli("work-pool", "create", "recon-process", "--type", "process")
+        out = cli("--no-prompt", "deploy", "--name", "fleet-reconciliation", "--name", "shard",
+                  timeout=180)
+        assert "fleet-reconciliation/fleet-reconciliation" in out and \
+            "daily-reconciliation/shard" in out, out
+        with worker_log.open("w") as log:
+            procs.append(subprocess.Popen(
+                [*PREFECT, "worker", "start", "--pool", "recon-process"], env=cli_env,
+                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        ids = {"good": parent(good), "broken": parent(broken)}
+
+        # meanwhile, the whole fleet in one warehouse: the account's bill the shards must sum to
+        from recon.pipeline import run
+
+        whole = tmp_path / "whole.duckdb"
+        run(fleet, whole, day_from=date.fromisoformat(DAY), day_to=date.fromisoformat(DAY))
+        [(account,)] = q(whole, "select sum(billed_amount) from marts.resource_day where day = ?",
+                         [DAY])
+
+        deadline = time.monotonic() + 240
+        states = {}
+        while len(states) < len(ids):
+            for k, i in ids.items():
+                st = httpx.get(f"{api}/flow_runs/{i}", timeout=10).json()["state"]
+                if st["type"] in TERMINAL:
+                    states[k] = st
+            assert time.monotonic() < deadline, (
+                f"parents still running after 240 s: {states}\nworker:\n{_tail(worker_log)}")
+            time.sleep(1)
+        wall = time.monotonic() - t_start
+        assert states["good"]["type"] == "COMPLETED", (
+            f"{states['good']}\nworker:\n{_tail(worker_log, 120)}")
+
+        # the children: one per shard, the named ones overlapping, __unassigned__ after both
+        kids = {r["parameters"]["shard"]: r for r in runs(parent_flow_run_id={"any_": [ids["good"]]})}
+        assert set(kids) == {"eu", "us", UNASSIGNED}, sorted(kids)
+        assert all(r["state"]["type"] == "COMPLETED" for r in kids.values())
+        span = {s: (_utc(r["start_time"]), _utc(r["end_time"])) for s, r in kids.items()}
+        assert max(span["eu"][0], span["us"][0]) < min(span["eu"][1], span["us"][1]), span
+        assert span[UNASSIGNED][0] >= max(span["eu"][1], span["us"][1]), span
+        assert kids[UNASSIGNED]["parameters"]["claims"] == [
+            str(good / "shards" / "eu.duckdb"), str(good / "shards" / "us.duckdb")]
+        for s in kids:
+            assert (good / "shards" / f"{s}.duckdb").is_file()
+            assert (good / "exports" / s / f"costs_{DAY}.csv").is_file()
+
+        # the tie-out: each shard's bill, from its own warehouse, adds up to the one-warehouse
+        # bill of the whole fleet, and the parent's summary says so
+        per_shard = {s: q(good / "shards" / f"{s}.duckdb", "select coalesce(sum(billed_amount), "
+                          "0) from marts.resource_day where day = ?", [DAY])[0][0] for s in kids}
+        assert sum(per_shard.values(), Decimal(0)) == account, (per_shard, account)
+        assert per_shard["eu"] > 0 and per_shard["us"] > 0
+        arts = httpx.post(f"{api}/artifacts/filter", timeout=10, json={
+            "artifacts": {"flow_run_id": {"any_": [ids["good"]]}}}).json()
+        md = {a["key"]: a for a in arts}["recon-fleet-summary"]["data"]
+        assert "**Tie-out: ok.**" in md, md
+        assert f"| account (every provider line) | {cents(account)} |" in md, md
+        assert "| difference | 0.00 |" in md, md
+        for s, v in per_shard.items():
+            assert f"| {s.replace('_', chr(92) + '_')} | {cents(v)} |" in md, (s, md)
+
+        # the broken shard fails its parent, naming the shard and the day; no tie-out ran
+        assert states["broken"]["type"] == "FAILED", states["broken"]
+        msg = states["broken"]["message"]
+        assert f"shard us on {DAY}" in msg and "FAILED" in msg, msg
+        kids_b = {r["parameters"]["shard"]: r
+                  for r in runs(parent_flow_run_id={"any_": [ids["broken"]]})}
+        assert kids_b["us"]["state"]["type"] == "FAILED"
+        assert UNASSIGNED not in kids_b  # never started without every named shard
+        print(f"fleet test wall time {wall:.1f} s")
+    finally:
+        for p in reversed(procs):
+            _stop(p)
