@@ -1008,6 +1008,10 @@ def main(argv=None) -> None:
     (RESULTS / name).write_text(json.dumps(res, indent=1, default=str))
     if "run" in res:
         print_table(res)
+        head = targets.ratios(res)
+        if head:
+            print("\nheadline, x floor_extract of this run: " + ", ".join(
+                f"{k} {v:.2f}x" for k, v in head.items()))
     elif res.get("history"):
         print_table({**res, "run": res["history"]["dayN"]})
     print("\n" + targets.report(res["targets"]))

@@ -127,7 +127,8 @@ def pull_provider_window(landing_dir: str, start: date, end: date,
 @task(tags=[WAREHOUSE_TAG], cache_policy=NO_CACHE)
 def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
                 settle_seconds: int = 0, last_day: date | None = None,
-                prefetch_gate: bool = False) -> dict:
+                prefetch_gate: bool = False, shard: str | None = None,
+                claims: list[str] | None = None) -> dict:
     """Land new/changed files of the landing area and build the marts for one UTC day, or
     for the window `day`..`last_day` in one build (a backfill's batch). `prefetch_gate`: the
     gate follows, so Great Expectations starts importing during the build's commit."""
@@ -136,7 +137,8 @@ def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
     last_day = last_day or day
     with disk_full_is_a_sentence(f"writing {db}"):
         res = run(landing_dir, db, config, day_from=day, day_to=last_day,
-                  settle_seconds=settle_seconds, prefetch_gate=prefetch_gate)
+                  settle_seconds=settle_seconds, prefetch_gate=prefetch_gate, shard=shard,
+                  claims=claims)
     log = logger()
     if res.mirror is not None:  # an s3:// landing area: what was downloaded into the cache
         log.info("%s", res.mirror.summary())
@@ -321,7 +323,8 @@ def _run_name() -> str:
 def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = None,
                   pull_provider: bool = False, trailing_days: int = 1,
                   validation: bool = True, settle_seconds: int = 0,
-                  exports_dir: str | None = None, marts_dir: str | None = None) -> dict:
+                  exports_dir: str | None = None, marts_dir: str | None = None,
+                  shard: str | None = None, claims: list[str] | None = None) -> dict:
     """The daily steps in order (the daily flow; a backfill runs them by batches of days).
 
     With `pull_provider`, the days pulled again (`trailing_days`, ending with `day`) are the
@@ -344,7 +347,8 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
         if pull_provider:
             pulled = limited(pull_provider_window, limits)(landing_dir, batch[0], batch[-1])
         load = limited(build_marts, limits)(landing_dir, db, batch[0], config, settle_seconds,
-                                            last_day=batch[-1], prefetch_gate=validation)
+                                            last_day=batch[-1], prefetch_gate=validation,
+                                            shard=shard, claims=claims)
         checked = (limited(validate_marts, limits)(db, batch[0], batch[-1]) if validation
                    else {"skipped": "validation=false"})
         load = with_given_up(load, pulled)
@@ -363,7 +367,8 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
                          db: str = "data/recon.duckdb", config: str | None = None,
                          pull_provider: bool = False, trailing_days: int = 3,
                          validation: bool = True, settle_seconds: int = 0,
-                         exports_dir: str | None = None, marts_dir: str | None = None) -> dict:
+                         exports_dir: str | None = None, marts_dir: str | None = None,
+                         shard: str | None = None, claims: list[str] | None = None) -> dict:
     """Reconcile one UTC day: landing area -> DuckDB marts -> finance CSVs, summary artifacts.
 
     Args:
@@ -392,11 +397,17 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
         marts_dir: Folder or `s3://BUCKET/PREFIX` for the marts as Hive-partitioned Parquet
             (`marts/<table>/day=<day>/part-0.parquet`, as `recon publish` writes them), the
             days built written after the gate passed; empty or null (the default): none.
+        shard: One shard of the config's `[shards]` (or `__unassigned__`), into its own `db`:
+            its clusters' files land, and its CSVs and published marts (under `shard=<name>/`)
+            hold its own rows only. Null (the default): the whole landing area, unsharded.
+        claims: With shard `__unassigned__`: the named shards' warehouse files or published
+            marts folders, whose claimed resources are theirs, not the unassigned shard's.
     """
     return reconcile_day(parse_day(day), str(landing_dir), str(db),
                          str(config) if config else None, pull_provider, trailing_days, validation,
                          settle_seconds, str(exports_dir) if exports_dir else None,
-                         str(marts_dir) if marts_dir else None)
+                         str(marts_dir) if marts_dir else None, shard or None,
+                         [str(c) for c in claims] if claims else None)
 
 
 def main(argv: list[str] | None = None) -> None:

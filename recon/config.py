@@ -179,6 +179,8 @@ class Config:
     rate_card: tuple[RateEntry, ...] = ()
     savings_plans: tuple[SavingsPlan, ...] = ()
     landing: Landing = field(default_factory=Landing)
+    # shard name -> the Kubernetes clusters it owns (`[shards]`; recon/shards.py)
+    shards: dict[str, tuple[str, ...]] = field(default_factory=dict)
     source: str | None = None
 
 
@@ -240,7 +242,8 @@ def load_config(path: str | Path | None) -> Config:
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{p}: not valid TOML: {e}") from None
     problems: list[str] = []
-    unknown = sorted(set(data) - {"thresholds", "mapping", "rates", "savings_plans", "landing"})
+    unknown = sorted(set(data) - {"thresholds", "mapping", "rates", "savings_plans", "landing",
+                                  "shards"})
     problems += [f"{p} [{k}]: unknown section" for k in unknown]
     th = _check(Thresholds, data.get("thresholds", {}), f"{p} [thresholds]", problems)
     mp = _check(Mapping, data.get("mapping", {}), f"{p} [mapping]", problems)
@@ -276,10 +279,44 @@ def load_config(path: str | Path | None) -> Config:
                                  usd_per_gpu_hour=sp["usd_per_gpu_hour"],
                                  start=sp["start"].isoformat(), end=sp["end"].isoformat(),
                                  upfront_usd=sp["upfront_usd"]))
+    shards = _shards(data.get("shards", {}), f"{p} [shards]", problems)
     if problems:
         raise ValueError(f"{len(problems)} problem(s) in {p}:\n  " + "\n  ".join(problems))
     return Config(thresholds=th, mapping=mp, rates=rates, rate_card=tuple(card),
-                  savings_plans=tuple(plans), landing=landing, source=str(p))
+                  savings_plans=tuple(plans), landing=landing, shards=shards, source=str(p))
+
+
+def _shards(data, where: str, problems: list[str]) -> dict[str, tuple[str, ...]]:
+    """`[shards]`: name = ["cluster", ...]. A cluster in two shards would have its rows
+    reconciled twice, and `__unassigned__` is the shard of everything no named shard owns."""
+    from .shards import NAME, UNASSIGNED
+
+    out: dict[str, tuple[str, ...]] = {}
+    if not isinstance(data, dict):
+        problems.append(f"{where}: should be a table of name = [\"cluster\", ...]")
+        return out
+    owner: dict[str, str] = {}
+    for name, clusters in data.items():
+        if name == UNASSIGNED:
+            problems.append(f"{where} {name}: reserved: the shard of the clusters no shard "
+                            "names, and of the bill lines no shard's nodes claim")
+            continue
+        if not NAME.fullmatch(name):
+            problems.append(f"{where} {name}: a shard name is letters, digits, '-' and '_' "
+                            "(it names a warehouse file and a shard= folder)")
+            continue
+        if (not isinstance(clusters, list) or not clusters
+                or not all(isinstance(c, str) and c for c in clusters)):
+            problems.append(f"{where} {name}: should be a non-empty list of cluster names "
+                            f"(got {clusters!r})")
+            continue
+        for c in clusters:
+            if c in owner:
+                problems.append(f"{where} {name}: cluster {c!r} is already in shard "
+                                f"{owner[c]!r}; a cluster belongs to one shard")
+            owner[c] = name
+        out[name] = tuple(clusters)
+    return out
 
 
 def _bad_patterns(patterns) -> list[str]:

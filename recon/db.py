@@ -51,18 +51,15 @@ def connect(path: str | Path | None, read_only: bool = False) -> duckdb.DuckDBPy
         if (locked := busy(e, path)) is not None:
             raise locked from None  # DuckDB's message and a traceback of 39 lines before
         raise
-    con.execute("set TimeZone = 'UTC'")
-    con.execute("set enable_progress_bar = false")
-    threads = os.environ.get("RECON_THREADS")
-    if threads:
-        con.execute(f"set threads = {int(threads)}")
-    # DuckDB's own default is 80 % of RAM; a daily job sharing a machine gets a bound (it spills
-    # to disk beyond it). RECON_MEMORY_LIMIT=8GB raises it, =0 leaves DuckDB's default.
-    limit = os.environ.get("RECON_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT).strip()
-    if limit and limit != "0":
-        if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", limit, re.I):
-            raise ValueError(f"RECON_MEMORY_LIMIT={limit!r}: expected a size such as 1GB or 512MiB")
-        con.execute(f"set memory_limit = '{limit}'")
+    _configure(con)
+    if read_only and path is not None:
+        # a shard's warehouse: readers see its own rows (recon/shards.py)
+        from .shards import is_sharded, lens
+
+        shard = is_sharded(con)
+        if shard is not None:
+            con.close()
+            return lens(path, shard, _configure)
     if not read_only:
         # A bulk append writes each row group as it fills instead of buffering five: the
         # 500-node day peaks ~90 MB lower (1,550-1,580 against 1,640-1,680 MiB in 10 interleaved
@@ -79,3 +76,18 @@ def begin(con, own: bool) -> bool:
     if own:
         con.execute("begin transaction")
     return own
+
+
+def _configure(con) -> None:
+    con.execute("set TimeZone = 'UTC'")
+    con.execute("set enable_progress_bar = false")
+    threads = os.environ.get("RECON_THREADS")
+    if threads:
+        con.execute(f"set threads = {int(threads)}")
+    # DuckDB's own default is 80 % of RAM; a daily job sharing a machine gets a bound (it spills
+    # to disk beyond it). RECON_MEMORY_LIMIT=8GB raises it, =0 leaves DuckDB's default.
+    limit = os.environ.get("RECON_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT).strip()
+    if limit and limit != "0":
+        if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", limit, re.I):
+            raise ValueError(f"RECON_MEMORY_LIMIT={limit!r}: expected a size such as 1GB or 512MiB")
+        con.execute(f"set memory_limit = '{limit}'")

@@ -7,8 +7,10 @@ import time
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 
+from . import shards
 from .build.run import build
 from .build.settings import write_config
 from .config import Config, load_config
@@ -127,7 +129,8 @@ def billed_span(con) -> tuple[date, date] | None:
 def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str | Path | None = None,
         day_from: date | None = None, day_to: date | None = None, progress=None,
         validate: bool = False, settle_seconds: float = 0, prefetch_gate: bool = False,
-        on_stage=None, cache_dir: str | Path | None = None, on_download=None) -> RunResult:
+        on_stage=None, cache_dir: str | Path | None = None, on_download=None,
+        shard: str | None = None, claims: list[str] | None = None) -> RunResult:
     """Land `input_dir` into `db`, rebuild every model, return the accounting and the summary.
 
     `input_dir` may be `s3://BUCKET/PREFIX`: its objects are first mirrored into a cache folder
@@ -141,6 +144,10 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
     With `validate` or `prefetch_gate` (a gate follows in another call: the daily flow's next
     task), great_expectations starts importing on a thread during the commit
     (`recon.gate.gx.prefetch_gx`).
+    With `shard` (a name of the config's `[shards]`, or `__unassigned__`), only that shard's
+    clusters' Kubernetes files land and the warehouse's readers see the shard's own rows
+    (recon/shards.py); `claims` (the `__unassigned__` shard only): the named shards'
+    warehouses or published marts folders.
     `progress(i, n, file)` is called as each file lands; `on_stage(text)` as each other stage
     starts: "downloading" (an s3:// input), "building staging", "building intermediate", …, "writing the warehouse",
     "validating".
@@ -156,6 +163,10 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
     else:
         input_dir = Path(input_dir)
         cfg = find_config(input_dir, config)
+    if shard is not None and cfg is not None:
+        shards.check_name(cfg, shard)
+    if shard is not None and not db:
+        raise ValueError("a shard runs into a warehouse file of its own (db)")
     stage = on_stage or (lambda text: None)
     layer_now: list[str] = []
 
@@ -176,18 +187,23 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
             timings["download"] = time.perf_counter() - t0
             input_dir = got.folder
             cfg = cfg or find_config(input_dir, None)
+            if shard is not None:
+                shards.check_name(cfg, shard)
         t0 = time.perf_counter()
         # one transaction: a run killed at any point leaves the warehouse as it was
         con.execute("begin transaction")
         try:
+            shards.prepare(con, cfg, shard)
+            keep = None if shard is None else partial(shards.keeps_path, cfg, shard)
             results = load_folder(con, input_dir, progress=progress, transaction=False,
                                   settle_seconds=settle_seconds, limits=cfg.landing,
-                                  source_root=got.url if got is not None else None)
+                                  source_root=got.url if got is not None else None, keep=keep)
             timings["load"] = time.perf_counter() - t0
             t1 = time.perf_counter()
             write_config(con, cfg, day_from, day_to)
             timings["config"] = time.perf_counter() - t1
             build(con, timings, transaction=False, on_model=on_model)
+            shards.apply(con, cfg, shard, claims)
             if validate or prefetch_gate:
                 from .gate.gx import prefetch_gx
 
@@ -232,6 +248,13 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         t1 = time.perf_counter()
         con.execute("checkpoint")
         res.timings["checkpoint"] = time.perf_counter() - t1
+        if shard is not None:  # the summary of the shard's own rows, as its readers see them
+            con.close()
+            own = connect(db, read_only=True)
+            try:
+                res.days = summarise(own)
+            finally:
+                own.close()
         return res
     finally:
         con.close()

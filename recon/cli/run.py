@@ -33,7 +33,13 @@ def run_cmd(input: str = typer.Option(..., "--input", help="Folder of input file
                                          "written)"),
             cache: Path | None = typer.Option(None, "--cache", help="With an s3:// input: the "
                                               "folder its objects are mirrored into (default: "
-                                              "landing-cache/ beside --db)")):
+                                              "landing-cache/ beside --db)"),
+            shard: str | None = typer.Option(None, "--shard", help="Run one shard of the "
+                                             "config's [shards] (or __unassigned__) into its "
+                                             "own --db: its clusters' files and its own rows"),
+            claims: list[str] | None = typer.Option(None, "--claims", help="With --shard "
+                                                    "__unassigned__: a named shard's warehouse "
+                                                    "or published marts folder (repeat for each)")):
     """Load every file of a folder (or of an S3 prefix), build the marts, print the summary.
 
     Example: recon run --input /data/landing --db data/recon.duckdb --from 2026-06-01 --to 2026-06-01
@@ -46,7 +52,7 @@ def run_cmd(input: str = typer.Option(..., "--input", help="Folder of input file
         res = run(input, db, config, *_window(day_from, day_to),
                   progress=_every_tenth("loaded"), validate=validate,
                   settle_seconds=settle, on_stage=_stage_printer(), cache_dir=cache,
-                  on_download=_every_tenth("downloaded"))
+                  on_download=_every_tenth("downloaded"), shard=shard, claims=claims or None)
     except ObjectStoreError as e:  # denied, no such bucket, the store down past the retries
         _fail(str(e), code=1)
     except (FileNotFoundError, ValueError) as e:

@@ -88,7 +88,7 @@ def _read_safely(con, p: Path, display: str, prepared=None, limits=None) -> File
 
 def load_folder(con, folder: str | Path, progress=None, transaction: bool = True,
                 settle_seconds: float = 0, limits=None,
-                source_root: str | None = None) -> list[FileResult]:
+                source_root: str | None = None, keep=None) -> list[FileResult]:
     """Land every file of `folder`; one transaction, so a killed run leaves the old state.
 
     With `settle_seconds`, a file modified less than that long ago is still being written (the
@@ -107,11 +107,21 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
     `source_root`: the name of the folder's origin (`s3://BUCKET/PREFIX/`, whose mirror the
     folder is: recon/ingest/mirror.py). Each file is then named by it and its path in the
     folder, in `raw.*` and the quarantine, instead of by its absolute local path.
+
+    `keep(rel_path)`: whether a file (its path under the folder, `/`-separated) is this run's
+    input at all; a shard's run lands only its own clusters' `cluster=` folders
+    (recon/shards.py). The others are counted in the log, not landed.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"input folder {folder} does not exist")
     files = input_files(folder)
+    if keep is not None:
+        ours = [p for p in files if keep(p.relative_to(folder).as_posix())]
+        if len(ours) < len(files):
+            log.info("%d of %d files under %s are other shards' clusters: not landed",
+                     len(files) - len(ours), len(files), folder)
+        files = ours
     if not files:
         raise ValueError(f"input folder {folder} holds no input files")
     con.execute(FILE_STATS_DDL)
@@ -177,7 +187,7 @@ def load_folder(con, folder: str | Path, progress=None, transaction: bool = True
             same_stat = old is not None and old[6:9] == (size, mtime, old[0])
             # a new file is hashed while it is read (below); a known one first, to skip it
             digest = old[0] if same_stat else None if old is None else sha256_of(p)
-            if old is not None and old[0] == digest and ids.still_valid(old):
+            if old is not None and old[0] == digest and ids.still_valid(old, display):
                 r = FileResult(path=display, unchanged=True)
                 r.kind, r.records_in, r.loaded, r.quarantined, r.skipped = old[1:6]
                 if not same_stat or old[9] != rel:

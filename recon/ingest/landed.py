@@ -8,14 +8,26 @@ findings' uniqueness check failed and nothing was published. It is recorded in r
 folder moved elsewhere would land every file again under its new absolute path: a file whose
 path relative to the landing root is that of a landed file that is gone from its old place,
 with the same size and mtime or the same sha256, is that landed file.
+
+Content is compared within a `cluster=<c>` folder only: the same KEDA objects or the same
+List of two clusters (one Helm chart deployed in each) are byte-identical files whose rows
+differ by the cluster their folder gives them, so neither is a copy of the other.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 DUPLICATE = "duplicate"
+CLUSTER_FOLDER = re.compile(r"cluster=([^/\\]+)")  # as recon/ingest/reader.py reads it
+
+
+def _key(digest: str | None, name: str) -> tuple[str | None, str | None]:
+    """A content's identity: its sha256 within the `cluster=` folder of the file's name."""
+    m = CLUSTER_FOLDER.search(name)
+    return digest, m.group(1) if m else None
 
 
 class LandedFiles:
@@ -27,15 +39,15 @@ class LandedFiles:
     def __init__(self, known: dict):
         self.known = known
         # the landed file holding each content (a duplicate points at one, it holds none)
-        self.by_digest = {v[0]: k for k, v in sorted(known.items()) if v[1] != DUPLICATE}
+        self.by_digest = {_key(v[0], k): k for k, v in sorted(known.items()) if v[1] != DUPLICATE}
         self.sizes = {v[6] for k, v in known.items() if v[1] != DUPLICATE and v[6] is not None}
         self.records_in = {k: v[2] for k, v in known.items()}
         self._gone_by_rel = None
         self._claimed: set[str] = set()
 
-    def still_valid(self, old) -> bool:
+    def still_valid(self, old, display: str) -> bool:
         """A recorded duplicate stands while the content it duplicates is landed."""
-        return old[1] != DUPLICATE or old[0] in self.by_digest
+        return old[1] != DUPLICATE or _key(old[0], display) in self.by_digest
 
     def moved(self, rel: str, size: int, mtime: int, p: Path, hash_file) -> tuple[str, str] | None:
         """(source_file, sha256) of the landed file `p` is, moved with its landing folder: the
@@ -67,10 +79,10 @@ class LandedFiles:
 
     def copy_of(self, digest: str | None, display: str) -> str | None:
         """The other landed file with this content, if any."""
-        src = self.by_digest.get(digest) if digest else None
+        src = self.by_digest.get(_key(digest, display)) if digest else None
         return src if src is not None and src != display else None
 
     def landed(self, display: str, digest: str, size: int, records_in: int) -> None:
-        self.by_digest.setdefault(digest, display)
+        self.by_digest.setdefault(_key(digest, display), display)
         self.sizes.add(size)
         self.records_in[display] = records_in

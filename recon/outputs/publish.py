@@ -8,6 +8,16 @@ Layout under the destination `OUT` (a folder, or `s3://BUCKET/PREFIX`):
     OUT/marts/<table>/part-0.parquet                  # a mart without one
     OUT/marts/_manifest.json                          # per file: rows, bytes, sha256, run
 
+A shard's warehouse (recon/shards.py) publishes its own rows one partition level down, so
+that shards publishing to one destination never write the same object, and a reader's
+`hive_partitioning` gives every row its `shard`:
+
+    OUT/marts/<table>/day=YYYY-MM-DD/shard=<s>/part-0.parquet
+    OUT/marts/<table>/shard=<s>/part-0.parquet
+    OUT/marts/_manifest.shard=<s>.json                # each shard's own manifest
+    OUT/shard_claims/shard=<s>/part-0.parquet         # the resources its nodes claim, which
+                                                      # the __unassigned__ shard reads
+
 The `day` column lives in the folder name only (the Hive convention: a partition key is not
 also a column of the files, which BigQuery's hive partitioning refuses). Each file is DuckDB's `COPY ... (FORMAT parquet, COMPRESSION zstd)` of the mart's rows
 in `order by all`: decimals stay DECIMAL, timestamps are Parquet timestamps adjusted to UTC,
@@ -60,6 +70,7 @@ class PublishResult:
     out: str
     written: list[dict] = field(default_factory=list)  # manifest entries of the files written
     tables: int = 0
+    manifest: str = MANIFEST
 
     @property
     def bytes(self) -> int:
@@ -69,7 +80,7 @@ class PublishResult:
         days = {e["day"] for e in self.written if e["day"]}
         return (f"published {len(self.written)} file(s) ({self.bytes / 1e6:.1f} MB) of "
                 f"{self.tables} mart(s), {len(days)} day(s), to {self.out}; manifest "
-                f"{_join(self.out, MANIFEST)}")
+                f"{_join(self.out, self.manifest)}")
 
 
 def _join(out: str, rel: str) -> str:
@@ -148,7 +159,8 @@ def _marts(con) -> dict[str, list[str]]:
     have: dict[str, list[str]] = {t: [] for t in MARTS}
     for table, column, kind in con.execute(
             "select table_name, column_name, data_type from information_schema.columns "
-            "where table_schema = 'marts' order by table_name, ordinal_position").fetchall():
+            "where table_schema = 'marts' and table_catalog = current_database() "
+            "order by table_name, ordinal_position").fetchall():
         if table in have:
             name = '"' + column.replace('"', '""') + '"'
             have[table].append(f"{name}::{EXACT[kind]} as {name}" if kind in EXACT else name)
@@ -166,7 +178,8 @@ def _runs(con) -> tuple[dict[date, tuple[str | None, str | None]], tuple[str | N
     (`marts.validation_results`), or nothing when neither exists."""
     def has(schema: str, table: str) -> bool:
         return bool(con.execute("select count(*) from information_schema.tables where "
-                                "table_schema = ? and table_name = ?", [schema, table]).fetchone()[0])
+                                "table_schema = ? and table_name = ? and table_catalog = "
+                                "current_database()", [schema, table]).fetchone()[0])
 
     per_day: dict[date, tuple[str | None, str | None]] = {}
     if has("meta", "published_days"):
@@ -183,8 +196,8 @@ def _runs(con) -> tuple[dict[date, tuple[str | None, str | None]], tuple[str | N
     return per_day, last
 
 
-def _load_manifest(dest, shown: str) -> dict:
-    raw = dest.read(MANIFEST)
+def _load_manifest(dest, shown: str, name: str = MANIFEST) -> dict:
+    raw = dest.read(name)
     if raw is None:
         return {"format": FORMAT, "tables": {}}
     try:
@@ -192,7 +205,7 @@ def _load_manifest(dest, shown: str) -> dict:
     except ValueError:
         data = None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"{_join(shown, MANIFEST)} exists and is not a manifest of recon "
+        raise ValueError(f"{_join(shown, name)} exists and is not a manifest of recon "
                          f"publish: not overwritten; publish to another destination, or move it")
     return data
 
@@ -212,7 +225,12 @@ def publish(con, out: str | Path, day_from: date | None = None, day_to: date | N
     remote = mirror.is_remote(str(out))
     dest = _Bucket(str(out), store) if remote else _Folder(Path(out))
     shown = dest.url
-    manifest = _load_manifest(dest, shown)
+    from ..shards import WHOLE, lens_shard
+
+    shard = lens_shard(con)
+    level = f"/shard={shard}" if shard else ""
+    manifest_name = f"{ROOT}/_manifest.shard={shard}.json" if shard else MANIFEST
+    manifest = _load_manifest(dest, shown, manifest_name)
     marts = _marts(con)
     window = _last_run_window(con)
     last_run = _last_run_marts()
@@ -235,17 +253,23 @@ def publish(con, out: str | Path, day_from: date | None = None, day_to: date | N
                 days.add(date.fromisoformat(e["day"]))
         todo += [(table, d) for d in sorted(days)]
 
-    res = PublishResult(out=shown, tables=len(marts))
+    res = PublishResult(out=shown, tables=len(marts), manifest=manifest_name)
+    if shard:  # written first and whole: the __unassigned__ shard reads it (recon/shards.py)
+        todo.insert(0, ("shard_claims", None))
     scratch = tempfile.TemporaryDirectory(prefix="recon-publish-") if remote else None
     try:
         for i, (table, day) in enumerate(todo):
-            cols = marts[table]
-            if day is None:
-                rel, params = f"{ROOT}/{table}/{PART}", []
+            if table == "shard_claims":
+                rel, params, run = f"shard_claims{level}/{PART}", [], last
+                sql = f"select resource_id, cluster, node_name from {WHOLE}.meta.shard_claims"
+            elif day is None:
+                cols = marts[table]
+                rel, params = f"{ROOT}/{table}{level}/{PART}", []
                 sql = f"select {', '.join(cols)} from marts.{table}"
                 run = last
             else:
-                rel = f"{ROOT}/{table}/day={day.isoformat()}/{PART}"
+                cols = marts[table]
+                rel = f"{ROOT}/{table}/day={day.isoformat()}{level}/{PART}"
                 kept = ", ".join(c for c in cols if c != DAY)
                 sql = f"select {kept} from marts.{table} where day = ?"
                 params = [day]
@@ -273,6 +297,8 @@ def publish(con, out: str | Path, day_from: date | None = None, day_to: date | N
                      "built_at": run[1]}
             tables = manifest["tables"].setdefault(
                 table, {"partition_column": "day" if day else None, "partitions": []})
+            if shard:
+                tables["shard"] = shard
             tables["partitions"] = sorted(
                 [e for e in tables["partitions"] if e["path"] != rel] + [entry],
                 key=lambda e: e["path"])
@@ -285,9 +311,9 @@ def publish(con, out: str | Path, day_from: date | None = None, day_to: date | N
     manifest["tables"] = dict(sorted(manifest["tables"].items()))
     data = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
     if remote:
-        dest.put(MANIFEST, data)
+        dest.put(manifest_name, data)
     else:
-        dest.write(MANIFEST, lambda p: p.write_bytes(data))
+        dest.write(manifest_name, lambda p: p.write_bytes(data))
     return res
 
 

@@ -1,0 +1,357 @@
+"""Shards by cluster that add up: each bill line reconciled by exactly one shard.
+
+A shard is a set of Kubernetes clusters (`[shards]` in recon.toml: `eu = ["gpu-eu"]`), run
+into its own warehouse (`recon run --shard eu`). The provider's bill is account-wide, so every
+shard lands every provider file and its own clusters' `cluster=<c>/` Kubernetes files, and
+builds the marts whole: the bill as the account sees it, next to its clusters' lifecycle. What
+is the shard's own is decided after the build, row by row:
+
+* a row of a cluster (workloads, nodes, pod lifecycles) belongs to the shard owning the
+  cluster;
+* a row of a billed resource (an instance, a serverless endpoint, a network volume) belongs to
+  the shard whose clusters' nodes run on it: the node <-> resource mapping of
+  `intermediate.int_k8s__node_resources`, the resource's "claim" (`meta.shard_claims`);
+* every other row: resources no shard's nodes claim, the account's own rows (balance, savings
+  plans, invoices), clusters no shard names, belongs to one explicit shard, `__unassigned__`.
+  It runs after the named shards and reads their claims (`claims`: their warehouses, or the
+  folders their marts were published to).
+
+The marts stay whole in the warehouse, because models read them back across runs (the
+invoice tie-out reads every day of `marts.resource_day`; settlement follows each bill from
+pull to pull): deleting other shards' rows would make the next run's account-wide models wrong.
+Instead a read-only connection to a shard's warehouse (`recon.db.connect(read_only=True)`:
+reports, exports, publish, `recon query`) sees `marts.*` as the shard's own rows, through
+views over the attached file (`lens`). The whole account stays readable as
+`whole.marts.<table>` on that connection.
+
+`tieout` checks that the shards add up: per day, the shards' own billed amounts sum to the
+account's to the cent, every shard saw the same account, and no resource is claimed twice.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path, PurePosixPath
+
+UNASSIGNED = "__unassigned__"
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+WHOLE = "whole"  # the attached warehouse's catalog on a lens connection
+# the column naming a row's billed resource, by preference
+RESOURCE_KEYS = ("resource_id", "pod_id", "endpoint_id", "volume_id")
+PASS_THROUGH = {"validation_results"}  # the gate's record of its own checks, not rows of the bill
+
+SHARD_DDL = (
+    "create table if not exists meta.shard (name varchar not null, clusters varchar not null, "
+    "named_clusters varchar not null, claims_from varchar, set_at timestamptz not null)",
+    "create table if not exists meta.shard_clusters (cluster varchar not null, shard varchar not null)",
+    "create table if not exists meta.shard_claims (resource_id varchar not null, "
+    "cluster varchar, node_name varchar)",
+    "create table if not exists meta.shard_foreign_claims (resource_id varchar not null, "
+    "shard varchar not null, source varchar not null)",
+)
+
+
+def shard_names(cfg) -> list[str]:
+    """The named shards of the config, in its order (not `__unassigned__`)."""
+    return list(cfg.shards)
+
+
+def check_name(cfg, shard: str) -> None:
+    if shard != UNASSIGNED and shard not in cfg.shards:
+        known = ", ".join(shard_names(cfg)) or "none: the config has no [shards] table"
+        raise ValueError(f"unknown shard {shard!r}: the config's shards are {known} "
+                         f"(and {UNASSIGNED}, everything no shard owns)")
+
+
+def cluster_of_path(rel: str) -> str | None:
+    """The `cluster=<c>` folder of a file's path in the landing tree, if any."""
+    for part in PurePosixPath(rel).parts[:-1]:
+        if part.startswith("cluster="):
+            return part[len("cluster="):]
+    return None
+
+
+def keeps_path(cfg, shard: str, rel: str) -> bool:
+    """Whether a shard lands this file: every file outside a `cluster=` folder (the provider's
+    files are account-wide), and the `cluster=` folders of the shard's own clusters (for
+    `__unassigned__`, those of clusters no shard names)."""
+    c = cluster_of_path(rel)
+    if c is None:
+        return True
+    if shard == UNASSIGNED:
+        return not any(c in cs for cs in cfg.shards.values())
+    return c in cfg.shards[shard]
+
+
+def prepare(con, cfg, shard: str | None) -> None:
+    """Before landing: a warehouse holds one shard, or none, for good. Mixing two shards' runs
+    in one file would make each one's rows the other's."""
+    held = is_sharded(con)
+    if shard is None:
+        if held is not None:
+            raise ValueError(f"this warehouse holds shard {held!r}; an unsharded run needs a "
+                             "warehouse of its own")
+        return
+    if held is None and con.execute("select count(*) from raw.files").fetchone()[0]:
+        raise ValueError(f"this warehouse holds an unsharded run; shard {shard!r} needs a "
+                         "warehouse of its own (e.g. warehouses/<shard>.duckdb)")
+    if held is not None and held != shard:
+        raise ValueError(f"this warehouse holds shard {held!r}; shard {shard!r} needs a "
+                         "warehouse of its own")
+    con.execute("create schema if not exists meta")
+    for stmt in SHARD_DDL:
+        con.execute(stmt)
+
+
+def _claims_from(con, paths: list[str]) -> None:
+    """The other shards' claims, from their warehouses (`.duckdb`) or the folders their marts
+    were published to (`<root>/shard_claims/shard=<s>/part-0.parquet`)."""
+    con.execute("delete from meta.shard_foreign_claims")
+    for p in paths:
+        path = Path(p)
+        if path.suffix == ".duckdb":
+            if not path.is_file():
+                raise ValueError(f"claims: {p} is no warehouse file")
+            con.execute(f"attach '{_sql_str(path)}' as shard_claims_src (read_only)")
+            try:
+                has = con.execute(
+                    "select count(*) from duckdb_tables() where database_name = "
+                    "'shard_claims_src' and schema_name = 'meta' and table_name = 'shard'"
+                ).fetchone()[0]
+                name = has and con.execute("select name from shard_claims_src.meta.shard").fetchone()
+                if not name:
+                    raise ValueError(f"claims: {p} holds no shard's run")
+                con.execute("insert into meta.shard_foreign_claims select distinct resource_id, "
+                            "?, ? from shard_claims_src.meta.shard_claims", [name[0], str(p)])
+            finally:
+                con.execute("detach shard_claims_src")
+        elif path.is_dir():
+            files = sorted(path.glob("shard_claims/shard=*/part-0.parquet"))
+            if not files:
+                raise ValueError(f"claims: {p} holds no shard_claims/shard=<name>/part-0.parquet "
+                                 "(a shard's published marts)")
+            for f in files:
+                con.execute("insert into meta.shard_foreign_claims select distinct resource_id, "
+                            "?, ? from read_parquet(?)",
+                            [f.parent.name[len("shard="):], str(f), str(f)])
+        else:
+            raise ValueError(f"claims: {p} is neither a shard's warehouse (.duckdb) nor a folder "
+                             "of its published marts")
+
+
+def apply(con, cfg, shard: str | None, claims: list[str] | None) -> dict:
+    """After the build, in the run's transaction: record the shard, its clusters and its
+    claims; for `__unassigned__`, the other shards' claims. Returns a short account."""
+    if shard is None:
+        if claims:
+            raise ValueError("claims are read by the __unassigned__ shard only")
+        return {}
+    con.execute("delete from meta.shard")
+    named = sorted(c for cs in cfg.shards.values() for c in cs)
+    own = sorted(cfg.shards.get(shard, ()))
+    con.execute("insert into meta.shard values (?, ?, ?, ?, now())",
+                [shard, json.dumps(own), json.dumps(named), json.dumps(claims or [])])
+    con.execute("delete from meta.shard_clusters")
+    for name, cs in cfg.shards.items():
+        for c in cs:
+            con.execute("insert into meta.shard_clusters values (?, ?)", [c, name])
+    con.execute("delete from meta.shard_claims")
+    mine = ("cluster in (select cluster from meta.shard_clusters where shard = ?)"
+            if shard != UNASSIGNED else
+            "cluster not in (select cluster from meta.shard_clusters)")
+    params = [shard] if shard != UNASSIGNED else []
+    con.execute("insert into meta.shard_claims select distinct resource_id, cluster, node_name "
+                f"from intermediate.int_k8s__node_resources where resource_id is not null and {mine}",
+                params)
+    if shard == UNASSIGNED:
+        if cfg.shards and not claims:
+            raise ValueError(f"the {UNASSIGNED} shard owns what no other shard claims: give it "
+                             f"the claims of shards {', '.join(shard_names(cfg))} (--claims: "
+                             "their warehouse files or published marts folders)")
+        _claims_from(con, claims or [])
+        seen = {r[0] for r in con.execute(
+            "select distinct shard from meta.shard_foreign_claims").fetchall()}
+        missing = [s for s in shard_names(cfg)
+                   if s not in seen and not _empty_claims_named(con, s, claims or [])]
+        if missing:
+            raise ValueError(f"claims: no claims of shard(s) {', '.join(missing)} among "
+                             f"{', '.join(claims or [])}; every named shard's claims are needed")
+    elif claims:
+        raise ValueError("claims are read by the __unassigned__ shard only")
+    n = con.execute("select count(*) from meta.shard_claims").fetchone()[0]
+    return {"shard": shard, "claims": n}
+
+
+def _empty_claims_named(con, shard: str, claims: list[str]) -> bool:
+    """A named shard whose clusters claim nothing leaves no claim rows: accept its source when
+    it was given (a warehouse of that shard, or a published claims file of it)."""
+    for p in claims:
+        path = Path(p)
+        if path.suffix == ".duckdb":
+            con.execute(f"attach '{_sql_str(path)}' as shard_claims_chk (read_only)")
+            try:
+                if con.execute("select name from shard_claims_chk.meta.shard").fetchone()[0] == shard:
+                    return True
+            finally:
+                con.execute("detach shard_claims_chk")
+        elif (path / "shard_claims" / f"shard={shard}" / "part-0.parquet").is_file():
+            return True
+    return False
+
+
+def _sql_str(p) -> str:
+    return str(p).replace("'", "''")
+
+
+# ----------------------------------------------------------------------------- the shard's rows
+
+def owned_predicate(cols: list[str], shard: str, src: str = WHOLE) -> str:
+    """SQL over a mart's row `x` (columns `cols`): whether it is the shard's own."""
+    meta = f"{src}.meta"
+    claimed = f"(select resource_id from {meta}.shard_claims)"
+    if shard == UNASSIGNED:
+        own_cluster = f"x.cluster not in (select cluster from {meta}.shard_clusters)"
+    else:
+        own_cluster = (f"x.cluster in (select cluster from {meta}.shard_clusters "
+                       f"where shard = '{shard}')")
+    key = next((k for k in RESOURCE_KEYS if k in cols), None)
+    if key is None:
+        resource = "true" if shard == UNASSIGNED else "false"
+    else:
+        k = f"x.{key}"
+        # a finding about a pod that never ran (`pod:<ns>/<name>`) is its cluster's: only the
+        # shard that landed that cluster's pods can raise it
+        mine = f"({k} in {claimed} or starts_with({k}, 'pod:'))"
+        if shard == UNASSIGNED:
+            resource = (f"({k} is null or {mine} or not exists (select 1 from {meta}."
+                        f"shard_foreign_claims f where f.resource_id = {k}))")
+        else:
+            resource = f"coalesce({mine}, false)"
+    if "cluster" in cols:
+        return f"(case when x.cluster is not null then {own_cluster} else {resource} end)"
+    return resource
+
+
+def is_sharded(con) -> str | None:
+    """The shard a warehouse holds (None: an unsharded warehouse)."""
+    if not con.execute("select count(*) from duckdb_tables() where schema_name = 'meta' and "
+                       "table_name = 'shard'").fetchone()[0]:
+        return None
+    row = con.execute("select name from meta.shard").fetchone()
+    return row[0] if row else None
+
+
+def lens(path: str | Path, shard: str, configure) -> object:
+    """A read-only connection on which `marts.<table>` is the shard's own rows and every other
+    table of the warehouse reads through; the whole warehouse is the catalog `whole`."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    configure(con)
+    con.execute(f"attach '{_sql_str(path)}' as {WHOLE} (read_only)")
+    rows = con.execute(
+        "select schema_name, table_name, list(column_name order by column_index) from "
+        f"duckdb_columns() where database_name = '{WHOLE}' group by all order by all").fetchall()
+    for schema in sorted({r[0] for r in rows}):
+        con.execute(f'create schema if not exists "{schema}"')
+    for schema, table, cols in rows:
+        src = f'{WHOLE}."{schema}"."{table}"'
+        if schema == "marts" and table not in PASS_THROUGH:
+            sql = f"select * from {src} x where {owned_predicate(cols, shard)}"
+        else:
+            sql = f"select * from {src}"
+        con.execute(f'create view "{schema}"."{table}" as {sql}')
+    # the warehouse's macros (cfg(), ...) are the attached file's: found after the views' own
+    con.execute(f"set search_path = 'memory.main,{WHOLE}.main'")
+    return con
+
+
+def lens_shard(con) -> str | None:
+    """The shard a lens connection shows (None: any other connection)."""
+    if not _has_whole(con):
+        return None
+    row = con.execute(f"select name from {WHOLE}.meta.shard").fetchone()
+    return row[0] if row else None
+
+
+# ----------------------------------------------------------------------------- the tie-out
+
+@dataclass
+class TieOut:
+    shards: dict[str, dict[str, Decimal]] = field(default_factory=dict)  # shard -> day -> own
+    account: dict[str, Decimal] = field(default_factory=dict)  # day -> the account's billed
+    differences: dict[str, Decimal] = field(default_factory=dict)  # day -> account - sum(own)
+    disagreements: list[str] = field(default_factory=list)  # shards that saw another account
+    conflicts: list[tuple[str, list[str]]] = field(default_factory=list)  # resource, shards
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (any(self.differences.values()) or self.disagreements or self.conflicts
+                    or self.missing)
+
+    def problems(self) -> list[str]:
+        out = [f"{day}: the shards' billed amounts sum to {self.account[day] - d} against the "
+               f"account's {self.account[day]} (off by {d})"
+               for day, d in sorted(self.differences.items()) if d]
+        out += self.disagreements
+        out += [f"resource {r} is claimed by shards {', '.join(s)}: its bill would count "
+                f"{len(s)} times" for r, s in self.conflicts]
+        out += [f"shard {s} is missing from the tie-out" for s in self.missing]
+        return out
+
+
+def tieout(warehouses: list[str | Path], cfg=None) -> TieOut:
+    """Per UTC day: each shard's own billed amount (`marts.resource_day` through its lens),
+    the account's (the whole `marts.resource_day` of the `__unassigned__` shard, which every
+    other shard must agree with), and what is off. `cfg`: with it, every named shard and
+    `__unassigned__` must be present."""
+    from .db import connect
+
+    res = TieOut()
+    claims: dict[str, set[str]] = {}
+    accounts: dict[str, dict[str, Decimal]] = {}
+    for w in warehouses:
+        con = connect(w, read_only=True)
+        try:
+            name = con.execute(f"select name from {WHOLE}.meta.shard").fetchone()[0] \
+                if _has_whole(con) else None
+            if name is None:
+                raise ValueError(f"{w}: not a shard's warehouse (recon run --shard)")
+            own = dict(con.execute(
+                "select cast(day as varchar), sum(billed_amount) from marts.resource_day "
+                "group by all").fetchall())
+            whole = dict(con.execute(
+                f"select cast(day as varchar), sum(billed_amount) from {WHOLE}.marts.resource_day "
+                "group by all").fetchall())
+            for r, in con.execute(f"select distinct resource_id from {WHOLE}.meta.shard_claims"
+                                  ).fetchall():
+                claims.setdefault(r, set()).add(name)
+        finally:
+            con.close()
+        res.shards[name] = {d: v or Decimal(0) for d, v in own.items()}
+        accounts[name] = {d: v or Decimal(0) for d, v in whole.items()}
+    reference = UNASSIGNED if UNASSIGNED in accounts else next(iter(accounts), None)
+    res.account = accounts.get(reference, {})
+    for name, acc in accounts.items():
+        if acc != res.account:
+            days = sorted(d for d in set(acc) | set(res.account)
+                          if acc.get(d) != res.account.get(d))
+            res.disagreements.append(
+                f"shard {name} saw another account than {reference} on {', '.join(days[:5])}: "
+                "its input lacks or adds provider files")
+    for day in sorted(set(res.account) | {d for s in res.shards.values() for d in s}):
+        total = sum((s.get(day, Decimal(0)) for s in res.shards.values()), Decimal(0))
+        res.differences[day] = res.account.get(day, Decimal(0)) - total
+    res.conflicts = sorted((r, sorted(s)) for r, s in claims.items() if len(s) > 1)
+    if cfg is not None:
+        res.missing = [s for s in [*shard_names(cfg), UNASSIGNED] if s not in res.shards]
+    return res
+
+
+def _has_whole(con) -> bool:
+    return bool(con.execute("select count(*) from duckdb_databases() where database_name = ?",
+                            [WHOLE]).fetchone()[0])

@@ -1,0 +1,260 @@
+"""Shards by cluster that add up (recon/shards.py): a fleet of three clusters sharing ONE Runpod
+account, run as shards `a` (cluster c0), `b` (c1) and `__unassigned__` (c2, which no shard
+names, plus every bill line no shard's nodes claim and the account's own rows).
+
+Checked against the same tree run on one machine, unsharded: every mart's rows, unioned over
+the shards, equal the single run's row for row (as multisets), and per day the shards' billed
+amounts add up to the account's to the cent. The tie-out catches a shard that saw another
+account and a resource claimed twice. Only 127.0.0.1 is involved nowhere: no network at all.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from recon import shards
+from recon.config import load_config
+from recon.db import connect
+from recon.outputs.publish import publish
+from recon.pipeline import run
+from recon.simulate import serverless_extras, simulate
+
+CLUSTERS = ("c0", "c1", "c2")
+SHARDS_TOML = '\n[shards]\na = ["c0"]\nb = ["c1"]\n'
+# the simulator's fixed scenarios (one warm-pool pod, one balance, the serverless extras) are one
+# account's: the first cluster's files carry them, the others' are dropped
+EXTRAS = {"warm-pool-watch.jsonl", "warm-pool-objects.json", "billing-pods-warm-pool.json",
+          "inventory-pods-warm-pool.json", "balance.json", "billing-account.json",
+          *serverless_extras.FILES}
+
+
+def _fleet(root: Path) -> Path:
+    """Three simulated clusters (seeds 7, 8, 9: disjoint Runpod pods) in the collector's layout
+    `k8s/cluster=<c>/`, their Runpod files side by side under `runpod/` as one account's pulls."""
+    tree = root / "tree"
+    rates = []
+    for k, name in enumerate(CLUSTERS):
+        sim = root / f"sim{k}"
+        simulate(sim, seed=7 + k, days=1, nodes=3, endpoints=1)
+        dst = tree / "k8s" / f"cluster={name}"
+        dst.mkdir(parents=True)
+        for p in sorted((sim / "k8s" / "cluster=sim-cluster").iterdir()):
+            if k and p.name in EXTRAS:
+                continue
+            data = p.read_bytes()
+            for sep in (b":", b": "):  # a watch line's own `cluster` wins over its folder
+                data = data.replace(b'"cluster"' + sep + b'"sim-cluster"',
+                                    b'"cluster"' + sep + b'"' + name.encode() + b'"')
+            (dst / p.name).write_bytes(data)
+        rp = tree / "runpod" / f"pull={name}"
+        rp.mkdir(parents=True)
+        for p in sorted((sim / "runpod").iterdir()):
+            if not (k and p.name in EXTRAS):
+                shutil.copy(p, rp / p.name)
+        rates.append((sim / "recon.toml").read_text())
+    head = "[rates.serverless_per_second]\n"
+    extra = "".join(line + "\n" for t in rates[1:]
+                    for line in t.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
+                    if line.split(" = ")[0].strip('"') not in serverless_extras.ENDPOINTS)
+    (tree / "recon.toml").write_text(rates[0].replace(head, head + extra, 1) + SHARDS_TOML)
+    return tree
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("fleet")
+    tree = _fleet(root)
+    dbs = root / "w"
+    out = {"tree": tree, "root": root, "single": dbs / "single.duckdb",
+           "a": dbs / "a.duckdb", "b": dbs / "b.duckdb", "u": dbs / "u.duckdb"}
+    out["runs"] = {"single": run(tree, out["single"]),
+                   "a": run(tree, out["a"], shard="a"),
+                   "b": run(tree, out["b"], shard="b")}
+    out["runs"]["u"] = run(tree, out["u"], shard=shards.UNASSIGNED,
+                           claims=[str(out["a"]), str(out["b"])])
+    return out
+
+
+def _marts(con) -> list[str]:
+    return [r[0] for r in con.execute(
+        "select table_name from duckdb_tables() where schema_name = 'marts' and "
+        "table_name != 'validation_results' and database_name = current_database() "
+        "order by 1").fetchall()]
+
+
+def _rows(path: Path, table: str) -> Counter:
+    con = connect(path, read_only=True)
+    try:
+        return Counter(con.execute(f"select * from marts.{table}").fetchall())
+    finally:
+        con.close()
+
+
+def test_the_shards_marts_unioned_equal_the_single_machine_marts_row_for_row(fleet):
+    con = connect(fleet["single"], read_only=True)
+    marts = _marts(con)
+    con.close()
+    assert "resource_day" in marts and "findings" in marts and len(marts) >= 19
+    for table in marts:
+        want = _rows(fleet["single"], table)
+        parts = {s: _rows(fleet[s], table) for s in ("a", "b", "u")}
+        got = sum(parts.values(), Counter())
+        assert got == want, (table, list((want - got).elements())[:2],
+                             list((got - want).elements())[:2])
+    # each shard really holds its own part, not everything or nothing
+    days = {s: _rows(fleet[s], "resource_day") for s in ("a", "b", "u")}
+    assert all(sum(c.values()) > 0 for c in days.values())
+    # the cluster rows: each cluster's pods in its own shard only
+    for s, cluster in (("a", "c0"), ("b", "c1"), ("u", "c2")):
+        clusters = {r[0] for r in connect(fleet[s], read_only=True).execute(
+            "select distinct cluster from marts.workload_lifecycle").fetchall()}
+        assert clusters == {cluster}
+
+
+def test_a_named_shard_lands_only_its_own_clusters_kubernetes_files(fleet):
+    for s, mine in (("a", "c0"), ("b", "c1"), ("u", "c2")):
+        con = connect(fleet[s], read_only=True)
+        files = [r[0] for r in con.execute("select source_file from whole.raw.files").fetchall()]
+        con.close()
+        k8s = {f.split("cluster=")[1].split("/")[0] for f in files if "/k8s/" in f}
+        assert k8s == {mine}
+        # every provider file of the account, in every shard
+        assert sum("/runpod/" in f for f in files) == sum(
+            1 for p in (fleet["tree"] / "runpod").rglob("*") if p.is_file())
+
+
+def test_the_shards_billed_amounts_add_up_to_the_accounts_to_the_cent(fleet):
+    t = shards.tieout([fleet["a"], fleet["b"], fleet["u"]], load_config(fleet["tree"] / "recon.toml"))
+    assert t.ok, t.problems()
+    single = connect(fleet["single"], read_only=True)
+    account = dict(single.execute("select cast(day as varchar), sum(billed_amount) "
+                                  "from marts.resource_day group by all").fetchall())
+    single.close()
+    assert t.account == account and account  # the whole account, as one machine sees it
+    for day, total in account.items():
+        parts = [t.shards[s][day] for s in ("a", "b", shards.UNASSIGNED)]
+        assert all(p > 0 for p in parts)
+        assert sum(parts, Decimal(0)) == total  # exact decimals: to the cent and below
+        assert t.differences[day] == 0
+
+
+def test_the_tieout_catches_another_account_a_double_claim_and_a_missing_shard(fleet, tmp_path):
+    cfg = load_config(fleet["tree"] / "recon.toml")
+    # shard b run without one of the account's bills: it saw another account
+    tree = tmp_path / "tree"
+    shutil.copytree(fleet["tree"], tree)
+    dropped = sorted((tree / "runpod" / "pull=c2").glob("billing-pods-*.json"))[0]
+    dropped.unlink()
+    short = tmp_path / "b.duckdb"
+    run(tree, short, shard="b")
+    t = shards.tieout([fleet["a"], short, fleet["u"]], cfg)
+    assert not t.ok and any("shard b saw another account" in p for p in t.problems())
+    # a resource two shards' nodes map to (a node label pointing at another cluster's pod)
+    twice = tmp_path / "b2.duckdb"
+    shutil.copy(fleet["b"], twice)
+    taken = connect(fleet["a"], read_only=True).execute(
+        "select min(resource_id) from whole.meta.shard_claims").fetchone()[0]
+    con = duckdb.connect(str(twice))
+    con.execute("insert into meta.shard_claims values (?, 'c1', 'node-x')", [taken])
+    con.close()
+    t = shards.tieout([fleet["a"], twice, fleet["u"]], cfg)
+    assert t.conflicts == [(taken, ["a", "b"])]
+    assert f"resource {taken} is claimed by shards a, b" in " ".join(t.problems())
+    # the double claim counts that resource's bill twice: the day is off by exactly its amount
+    amount = connect(fleet["a"], read_only=True).execute(
+        "select sum(billed_amount) from marts.resource_day where resource_id = ?",
+        [taken]).fetchone()[0]
+    assert sum(t.differences.values()) == -amount
+    # a shard left out
+    t = shards.tieout([fleet["a"], fleet["u"]], cfg)
+    assert t.missing == ["b"] and not t.ok
+
+
+def test_unassigned_reads_the_claims_from_published_marts_and_publishes_by_shard(fleet, tmp_path):
+    out = tmp_path / "pub"
+    for s in ("a", "b"):
+        con = connect(fleet[s], read_only=True)
+        res = publish(con, out)
+        con.close()
+        assert res.manifest == f"marts/_manifest.shard={s}.json"
+    assert (out / "shard_claims" / "shard=a" / "part-0.parquet").is_file()
+    u = tmp_path / "u.duckdb"
+    run(fleet["tree"], u, shard=shards.UNASSIGNED, claims=[str(out)])
+    for table in ("resource_day", "findings", "pod_buckets"):
+        assert _rows(u, table) == _rows(fleet["u"], table)
+    con = connect(u, read_only=True)
+    publish(con, out)
+    con.close()
+    got = duckdb.connect().execute(
+        f"select shard, sum(billed_amount) from read_parquet('{out}/marts/resource_day/*/*/*.parquet',"
+        " hive_partitioning = true) group by all").fetchall()
+    t = shards.tieout([fleet["a"], fleet["b"], fleet["u"]])
+    assert dict(got) == {s: sum(v.values(), Decimal(0)) for s, v in t.shards.items()}
+    assert sum(dict(got).values(), Decimal(0)) == sum(t.account.values(), Decimal(0))
+
+
+def test_a_warehouse_holds_one_shard_and_unassigned_needs_the_others_claims(fleet, tmp_path):
+    tree = fleet["tree"]
+    with pytest.raises(ValueError, match="holds shard 'a'; shard 'b' needs a warehouse of its own"):
+        run(tree, tmp_path / "x.duckdb", shard="a") and run(tree, tmp_path / "x.duckdb", shard="b")
+    with pytest.raises(ValueError, match="holds shard 'a'; an unsharded run"):
+        run(tree, tmp_path / "x.duckdb")
+    with pytest.raises(ValueError, match="holds an unsharded run; shard 'a'"):
+        run(tree, tmp_path / "y.duckdb") and run(tree, tmp_path / "y.duckdb", shard="a")
+    with pytest.raises(ValueError, match="give it the claims of shards a, b"):
+        run(tree, tmp_path / "z.duckdb", shard=shards.UNASSIGNED)
+    with pytest.raises(ValueError, match="no claims of shard\\(s\\) b"):
+        run(tree, tmp_path / "z2.duckdb", shard=shards.UNASSIGNED, claims=[str(fleet["a"])])
+    with pytest.raises(ValueError, match="unknown shard 'eu'"):
+        run(tree, tmp_path / "w.duckdb", shard="eu")
+    # nothing was committed by the refused runs: the warehouse holds shard a's run only
+    con = connect(tmp_path / "x.duckdb", read_only=True)
+    assert con.execute("select name from whole.meta.shard").fetchall() == [("a",)]
+    con.close()
+
+
+def test_the_shards_table_is_checked(tmp_path):
+    p = tmp_path / "recon.toml"
+    p.write_text('[shards]\neu = ["c0", "c1"]\nus = ["c1"]\n__unassigned__ = ["c2"]\n'
+                 '"bad name" = ["c3"]\nempty = []\n')
+    with pytest.raises(ValueError) as e:
+        load_config(p)
+    text = str(e.value)
+    assert "4 problem(s)" in text
+    assert "cluster 'c1' is already in shard 'eu'" in text
+    assert "__unassigned__: reserved" in text
+    assert "bad name: a shard name is letters, digits" in text
+    assert "empty: should be a non-empty list of cluster names (got [])" in text
+    p.write_text('[shards]\neu = ["c0"]\nus = ["c1", "c2"]\n')
+    assert load_config(p).shards == {"eu": ("c0",), "us": ("c1", "c2")}
+
+
+def test_identical_files_of_two_clusters_both_land(tmp_path):
+    """The same KEDA objects deployed in two clusters (one Helm chart in each) are
+    byte-identical files under two `cluster=` folders: each cluster's rows, not one file and
+    its copy. A byte-identical copy inside one cluster's folder stays a duplicate."""
+    sim = tmp_path / "sim"
+    simulate(sim, seed=7, days=1, nodes=2, endpoints=1)
+    tree = tmp_path / "tree"
+    keda = (sim / "k8s" / "cluster=sim-cluster" / "keda.json").read_bytes()
+    for c in ("c0", "c1"):
+        (tree / "k8s" / f"cluster={c}").mkdir(parents=True)
+        (tree / "k8s" / f"cluster={c}" / "keda.json").write_bytes(keda)
+    (tree / "k8s" / "cluster=c1" / "keda-copy.json").write_bytes(keda)
+    res = run(tree, tmp_path / "w.duckdb")
+    kinds = {Path(f.path).name + "@" + f.path.split("cluster=")[1][:2]: f.kind for f in res.files}
+    assert kinds["keda.json@c0"] != "duplicate"
+    # of c1's two identical files, one lands and the other is its duplicate
+    assert sorted(kinds[f"{n}@c1"] == "duplicate" for n in ("keda.json", "keda-copy.json")) == [
+        False, True]
+    con = connect(tmp_path / "w.duckdb", read_only=True)
+    per = dict(con.execute("select cluster, count(*) from staging.stg_k8s__scaled_objects "
+                           "group by all").fetchall())
+    con.close()
+    assert set(per) == {"c0", "c1"} and per["c0"] == per["c1"] > 0
