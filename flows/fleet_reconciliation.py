@@ -23,10 +23,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 from datetime import date, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 from prefect import flow, task
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import acreate_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from recon.ingest.mirror import is_remote
@@ -64,11 +65,24 @@ def plan_shards(landing_dir: str, config: str | None) -> list[str]:
 
 
 @task(cache_policy=NO_CACHE)
-def tie_out(warehouses: list[str]) -> dict:
-    """`recon.shards.tieout` over every shard's warehouse (read-only)."""
+def tie_out(warehouses: list[str], landing_dir: str, config: str | None) -> dict:
+    """`recon.shards.tieout` over every shard's warehouse (read-only; every shard of the config
+    must be among them), per day: each shard's own billed amount, their sum, the account's
+    (every provider line, as `__unassigned__` landed them), the difference; and what is off
+    (`problems`: a difference, a resource two shards claim, a shard that saw another account)."""
+    from recon.pipeline import find_config
     from recon.shards import tieout
 
-    return tieout(warehouses)
+    res = tieout(warehouses, find_config(Path(landing_dir), config))
+    days = sorted(set(res.account) | set(res.differences))
+    return {"ok": res.ok,
+            "days": [{"day": d,
+                      "shards": {s: by_day.get(d, Decimal(0)) for s, by_day in res.shards.items()},
+                      "shards_total": res.account.get(d, Decimal(0)) - res.differences.get(d, 0),
+                      "account_total": res.account.get(d, Decimal(0)),
+                      "difference": res.differences.get(d, Decimal(0))} for d in days],
+            "claimed_twice": [f"{r} ({', '.join(s)})" for r, s in res.conflicts],
+            "problems": res.problems()}
 
 
 # ------------------------------------------------------------------------------------ children
@@ -154,21 +168,19 @@ def render_fleet(days: list[date], children: list[dict], tie: dict) -> str:
     and the difference; resources two shards claim; the children's runs."""
     lines = [f"# GPU billing reconciliation of the fleet, "
              f"{days[0] if len(days) == 1 else f'{days[0]}..{days[-1]}'} (UTC)", "",
-             f"**Tie-out: {'ok' if tie.get('ok') else 'OFF'}.** The shards' billed totals add up "
+             f"**Tie-out: {'ok' if tie['ok'] else 'OFF'}.** The shards' billed totals add up "
              f"to the account's bill (every provider line) to the cent, and no billed resource is "
              f"claimed by two shards.", ""]
-    for d in tie.get("days", []):
-        shards = d.get("shards") or {}
+    for d in tie["days"]:
         lines += [f"## {d['day']}", "", "| shard | billed USD |", "|---|---:|"]
-        lines += [f"| {_md(s)} | {_cents(v)} |" for s, v in shards.items()]
+        lines += [f"| {_md(s)} | {_cents(v)} |" for s, v in d["shards"].items()]
         lines += [f"| sum of the shards | {_cents(d['shards_total'])} |",
                   f"| account (every provider line) | {_cents(d['account_total'])} |",
                   f"| difference | {_cents(d['difference'])} |", ""]
-        twice = d.get("claimed_twice") or []
-        if twice:
-            lines.append(f"Claimed by two shards ({len(twice)}):")
-            lines += [f"* {_md(r)}" for r in twice]
-            lines.append("")
+    if tie["problems"]:
+        lines.append("What is off (`recon.shards.tieout`):")
+        lines += [f"* {_md(p)}" for p in tie["problems"]]
+        lines.append("")
     lines += ["| child | day | state | flow run |", "|---|---|---|---|"]
     lines += [f"| {_md(c['shard'])} | {c['day']} | {c['state']} | {c['flow_run_id']} |"
               for c in children]
@@ -176,20 +188,16 @@ def render_fleet(days: list[date], children: list[dict], tie: dict) -> str:
 
 
 def tie_out_error(tie: dict) -> RuntimeError | None:
-    """None if the tie-out holds; else what is off, day by day, with the amounts."""
-    if tie.get("ok"):
+    """None if the tie-out holds; else what is off, with each shard's amount per day."""
+    if tie["ok"]:
         return None
-    lines = []
-    for d in tie.get("days", []):
-        if not d.get("ok", True) or d.get("claimed_twice"):
-            shards = ", ".join(f"{s} {_cents(v)}" for s, v in (d.get("shards") or {}).items())
-            lines.append(f"{d['day']}: shards {shards} = {_cents(d['shards_total'])} USD, "
-                         f"account {_cents(d['account_total'])} USD, difference "
-                         f"{_cents(d['difference'])} USD"
-                         + (f"; claimed by two shards: {', '.join(map(str, d['claimed_twice']))}"
-                            if d.get("claimed_twice") else ""))
+    lines = [*tie["problems"]]
+    lines += [f"{d['day']}: " + ", ".join(f"{s} {_cents(v)}" for s, v in d["shards"].items())
+              + f" = {_cents(d['shards_total'])} USD against the account's "
+              f"{_cents(d['account_total'])} USD (difference {d['difference']} USD)"
+              for d in tie["days"] if d["difference"]]
     return RuntimeError("the shards do not tie out to the account's bill:\n  "
-                        + "\n  ".join(lines or [str(tie)]))
+                        + "\n  ".join(lines))
 
 
 # ---------------------------------------------------------------------------------------- flow
@@ -232,10 +240,10 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
             runs it); empty: the children run in this process, in threads.
         poll_seconds: How often the parent asks the API whether a child has ended.
     """
-    days = days_between(parse_day(day) - timedelta(days=trailing_days - 1), parse_day(day)) \
-        if trailing_days >= 1 else None
-    if not days:
+    if trailing_days < 1:
         raise ValueError("trailing_days must be at least 1")
+    last = parse_day(day)
+    days = days_between(last - timedelta(days=trailing_days - 1), last)
     landing = str(landing_dir)
     config = str(config) if config else None
     names = plan_shards(landing, config)
@@ -262,15 +270,15 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
         children.append(last)
         if err := _failed([last]):
             raise err
-    tie = tie_out([*warehouses, warehouse_of(warehouse_dir, unassigned)])
-    create_markdown_artifact(render_fleet(days, children, tie), key=FLEET_SUMMARY_KEY,
-                             description=f"Fleet reconciliation for {days[0]}..{days[-1]} (UTC): "
-                                         f"the shards against the account's bill")
+    tie = tie_out([*warehouses, warehouse_of(warehouse_dir, unassigned)], landing, config)
+    await acreate_markdown_artifact(render_fleet(days, children, tie), key=FLEET_SUMMARY_KEY,
+                                    description=f"Fleet reconciliation for {days[0]}..{days[-1]} "
+                                                f"(UTC): the shards against the account's bill")
     if err := tie_out_error(tie):
         raise err
     logger().info("tie-out ok: %s", "; ".join(
-        f"{d['day']} {_cents(d['account_total'])} USD in {len(d.get('shards') or {})} shards"
-        for d in tie.get("days", [])))
+        f"{d['day']} {_cents(d['account_total'])} USD in {len(d['shards'])} shards"
+        for d in tie["days"]))
     return {"days": [d.isoformat() for d in days], "shards": [*names, unassigned],
             "children": children, "tieout": _jsonable(tie)}
 

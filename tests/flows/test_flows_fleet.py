@@ -163,6 +163,19 @@ def _stop(proc: subprocess.Popen) -> None:
         pass
 
 
+def own_billed(db: Path) -> Decimal:
+    """A shard's own billed amount on DAY: `marts.resource_day` as a read-only connection to
+    its warehouse shows it (recon.shards.lens: the shard's own rows)."""
+    from recon.db import connect
+
+    con = connect(db, read_only=True)
+    try:
+        return con.execute("select coalesce(sum(billed_amount), 0) from marts.resource_day "
+                           "where day = ?", [DAY]).fetchone()[0]
+    finally:
+        con.close()
+
+
 def cents(v) -> str:
     """As the summary writes money: to the cent, half-even (recon.outputs.present.usd)."""
     return str(Decimal(v).quantize(Decimal("0.01")))
@@ -306,8 +319,7 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
 
         # the tie-out: each shard's bill, from its own warehouse, adds up to the one-warehouse
         # bill of the whole fleet, and the parent's summary says so
-        per_shard = {s: q(good / "shards" / f"{s}.duckdb", "select coalesce(sum(billed_amount), "
-                          "0) from marts.resource_day where day = ?", [DAY])[0][0] for s in kids}
+        per_shard = {s: own_billed(good / "shards" / f"{s}.duckdb") for s in kids}
         print(f"fleet test: {wall:.1f} s to the parent's end; {phases}; children {span}")
         assert sum(per_shard.values(), Decimal(0)) == account, (per_shard, account)
         assert per_shard["eu"] > 0 and per_shard["us"] > 0
@@ -319,6 +331,11 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
         assert "| difference | 0.00 |" in md, md
         for s, v in per_shard.items():
             assert f"| {s.replace('_', chr(92) + '_')} | {cents(v)} |" in md, (s, md)
+        # each child published its own rows under shard=<s>/ of the one marts_dir
+        lake = q(whole, "select shard, sum(billed_amount) from read_parquet(?, hive_partitioning "
+                 "= true) group by shard", [str(good / "lake" / "marts" / "resource_day" / "*" /
+                                               "*" / "part-0.parquet")])
+        assert dict(lake) == per_shard, (lake, per_shard)
     finally:
         for p in reversed(procs):
             _stop(p)
