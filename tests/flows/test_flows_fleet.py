@@ -339,3 +339,48 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
     finally:
         for p in reversed(procs):
             _stop(p)
+
+
+def test_a_tie_out_off_by_a_cent_fails_naming_the_day_the_shards_and_the_amounts(tmp_path):
+    """The parent's tie-out step on the shards' warehouses (`recon run --shard` of the same
+    fleet): it holds to the cent; one cent more on one resource-day of shard eu's bill (what a
+    shard that landed a restated line the others did not would show) fails it, and the error and
+    the summary name the day, each shard's amount and the cent."""
+    from flows.fleet_reconciliation import render_fleet, tie_out, tie_out_error
+    from recon.pipeline import run
+
+    fleet = build_fleet(tmp_path)
+    w = {s: tmp_path / "w" / f"{s}.duckdb" for s in (*SHARDS, UNASSIGNED)}
+    for s in SHARDS:
+        run(fleet, w[s], shard=s)
+    run(fleet, w[UNASSIGNED], shard=UNASSIGNED, claims=[str(w[s]) for s in SHARDS])
+    paths = [str(p) for p in w.values()]
+
+    tie = tie_out.fn(paths, str(fleet), None)
+    assert tie["ok"] and tie["problems"] == [], tie
+    [d] = [d for d in tie["days"] if d["day"] == DAY]
+    own = {s: own_billed(p) for s, p in w.items()}
+    assert d["shards"] == own and d["difference"] == 0
+    assert d["shards_total"] == d["account_total"] == sum(own.values(), Decimal(0))
+    assert tie_out_error(tie) is None
+
+    import duckdb
+
+    con = duckdb.connect(str(w["eu"]))
+    [(rid,)] = con.execute("select min(resource_id) from meta.shard_claims").fetchall()
+    con.execute("update marts.resource_day set billed_amount = billed_amount + 0.01 "
+                "where resource_id = ? and day = ?", [rid, DAY])
+    con.close()
+    off = tie_out.fn(paths, str(fleet), None)
+    assert not off["ok"]
+    [d] = [d for d in off["days"] if d["day"] == DAY]
+    assert d["shards"]["eu"] == own["eu"] + Decimal("0.01")
+    assert d["difference"] == Decimal("-0.01"), d  # the account's, less the shards' sum
+    err = str(tie_out_error(off))
+    assert err.startswith("the shards do not tie out to the account's bill:"), err
+    assert (f"{DAY}: eu {cents(d['shards']['eu'])}, us {cents(own['us'])}, __unassigned__ "
+            f"{cents(own[UNASSIGNED])} = {cents(d['shards_total'])} USD against the account's "
+            f"{cents(d['account_total'])} USD (difference -0.010000000000 USD)") in err, err
+    assert "shard eu saw another account than __unassigned__ on 2026-06-01" in err, err
+    md = render_fleet([date.fromisoformat(DAY)], [], off)
+    assert "**Tie-out: OFF.**" in md and "| difference | -0.01 |" in md, md
