@@ -86,6 +86,21 @@ def tie_out(warehouses: list[str], landing_dir: str, config: str | None) -> dict
 
 
 # ------------------------------------------------------------------------------------ children
+async def check_deployment(deployment: str) -> None:
+    """The children's deployment exists on the API the parent talks to: else every child would
+    fail alike, after the provider pull, with Prefect's own 404."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    async with get_client() as client:
+        try:
+            await client.read_deployment_by_name(deployment)
+        except ObjectNotFound:
+            raise ValueError(f"no deployment {deployment!r} on the Prefect API: deploy it "
+                             f"(`prefect --no-prompt deploy --name shard`, prefect.yaml), or "
+                             f"give deployment='' to run the children in this process") from None
+
+
 def _unassigned() -> str:
     from recon.shards import UNASSIGNED
 
@@ -247,6 +262,8 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
     landing = str(landing_dir)
     config = str(config) if config else None
     names = plan_shards(landing, config)
+    if deployment:
+        await check_deployment(deployment)
     if pull_provider:
         pull_provider_window(landing, days[0], days[-1])
     unassigned = _unassigned()

@@ -283,7 +283,16 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
             bad = asyncio.run(fleet_reconciliation(
                 day=DAY, landing_dir=str(fleet), warehouse_dir=str(broken / "shards"),
                 validation=False, deployment=None, return_state=True))
-        mark("broken parent ended")
+            # a deployment name the API does not know fails before any child or pull
+            lost = asyncio.run(fleet_reconciliation(
+                day=DAY, landing_dir=str(fleet), warehouse_dir=str(broken / "lost"),
+                deployment="daily-reconciliation/no-such", return_state=True))
+        mark("broken parents ended")
+        assert lost.is_failed()
+        assert str(lost.result(raise_on_failure=False)).startswith(
+            "no deployment 'daily-reconciliation/no-such' on the Prefect API: deploy it")
+        assert runs(parent_flow_run_id={"any_": [str(lost.state_details.flow_run_id)]}) == []
+        assert not (broken / "lost").exists()
         assert bad.is_failed(), bad
         err = bad.result(raise_on_failure=False)
         assert isinstance(err, RuntimeError), err
