@@ -317,6 +317,7 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
         kids = {r["parameters"]["shard"]: r for r in runs(parent_flow_run_id={"any_": [good_id]})}
         assert set(kids) == {"eu", "us", UNASSIGNED}, sorted(kids)
         assert all(r["state"]["type"] == "COMPLETED" for r in kids.values())
+        assert {r["name"] for r in kids.values()} == {f"daily-{DAY}-{s}" for s in kids}
         span = {s: (_utc(r["start_time"]), _utc(r["end_time"])) for s, r in kids.items()}
         assert max(span["eu"][0], span["us"][0]) < min(span["eu"][1], span["us"][1]), span
         assert span[UNASSIGNED][0] >= max(span["eu"][1], span["us"][1]), span
