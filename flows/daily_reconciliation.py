@@ -316,8 +316,9 @@ def _window(day: date, last_day: date) -> str:
 def _run_name() -> str:
     from prefect.runtime import flow_run
 
-    day = (flow_run.parameters or {}).get("day")
-    return f"daily-{day or 'yesterday'}"
+    params = flow_run.parameters or {}
+    shard = params.get("shard")  # a fleet run's children are told apart by their shard
+    return f"daily-{params.get('day') or 'yesterday'}" + (f"-{shard}" if shard else "")
 
 
 def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = None,

@@ -26,10 +26,13 @@ def resolve(entrypoint: str):
 
 
 def test_one_deployment_per_flow():
-    assert set(deployments()) == {"daily-reconciliation", "collect", "backfill"}
+    # `shard` is a second deployment of the daily flow: the fleet flow's children
+    assert set(deployments()) == {"daily-reconciliation", "collect", "backfill", "shard",
+                                  "fleet-reconciliation"}
 
 
-@pytest.mark.parametrize("name", ["daily-reconciliation", "collect", "backfill"])
+@pytest.mark.parametrize("name", ["daily-reconciliation", "collect", "backfill", "shard",
+                                  "fleet-reconciliation"])
 def test_entrypoint_resolves_to_a_flow_with_these_parameters(name):
     from prefect import Flow
 
@@ -52,6 +55,24 @@ def test_daily_schedule_is_0230_utc_and_names_match_the_cli():
     # `prefect deployment run 'daily-reconciliation/daily-reconciliation'` and `recon serve`
     assert resolve(d["entrypoint"]).name == "daily-reconciliation"
     assert "schedules" not in deployments()["backfill"]
+
+
+def test_the_fleet_starts_its_children_from_the_shard_deployment():
+    """The parent's default `deployment` and prefect.yaml's name the shard deployment, and that
+    one runs the daily flow without the daily deployment's limit of one run at a time (the named
+    shards run at once) or a schedule of its own (the parent starts it)."""
+    import flows.fleet_reconciliation as fleet
+
+    d = deployments()
+    sig = inspect.signature(fleet.fleet_reconciliation.fn).parameters
+    flow_name = resolve(d["shard"]["entrypoint"]).name
+    assert f"{flow_name}/shard" == sig["deployment"].default == fleet.SHARD_DEPLOYMENT \
+        == d["fleet-reconciliation"]["parameters"]["deployment"]
+    assert "concurrency_limit" not in d["shard"] and "schedules" not in d["shard"]
+    assert d["shard"]["parameters"]["pull_provider"] is False
+    # the fleet's schedule is off by default: it replaces the daily deployment's, not adds to it
+    assert [s.get("active", True) for s in d["fleet-reconciliation"]["schedules"]] == [False]
+    assert resolve(d["fleet-reconciliation"]["entrypoint"]).name == "fleet-reconciliation"
 
 
 def test_provider_tasks_carry_the_concurrency_tag():

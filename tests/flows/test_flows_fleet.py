@@ -1,0 +1,396 @@
+"""The fleet flow end to end, as an operator runs it: a real `prefect server`, the two deployments
+of prefect.yaml it needs (`fleet-reconciliation` and the daily flow's `shard`), a real process
+worker on `recon-process`, all on 127.0.0.1.
+
+The fleet: three simulated clusters (`recon simulate`, seeds 7, 8, 9: disjoint Runpod pods,
+nodes and pod uids) laid out as docs/scaling-out.md section 1 (each cluster's Kubernetes files
+under `k8s/cluster=<c>/`), sharing ONE Runpod account: one `runpod/` folder whose bills hold
+every cluster's lines (a Runpod pull returns the account's records, whichever cluster the pod
+serves). `[shards]`: eu = gpu-eu, us = gpu-us + gpu-us2.
+
+One parent run reconciles the day: eu and us at the same time (their child runs overlap in
+time), then `__unassigned__`, then the tie-out. A second parent, run beside it, has an
+unwritable warehouse for shard us and fails naming the shard and the day. Slow (a server, a
+worker and a flow-run process per run): `-m 'not slow'` skips it locally; CI runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import httpx
+import pytest
+
+from recon.simulate import serverless_extras, simulate
+from tests.flows.duck import q
+
+REPO = Path(__file__).resolve().parents[2]
+PREFECT = [sys.executable, "-m", "prefect"]
+DAY = "2026-06-01"
+TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+SIM_CLUSTER = "sim-cluster"  # recon.simulate.world.CLUSTER
+CLUSTERS = {"gpu-eu": 7, "gpu-us": 8, "gpu-us2": 9}
+SHARDS = {"eu": ["gpu-eu"], "us": ["gpu-us", "gpu-us2"]}
+UNASSIGNED = "__unassigned__"
+# the simulator's fixed scenarios (one warm-pool pod, one balance, the serverless extras) are
+# written identically by every world: the first world keeps them
+EXTRAS = {"warm-pool-watch.jsonl", "warm-pool-objects.json", "billing-pods-warm-pool.json",
+          "inventory-pods-warm-pool.json", "balance.json", *serverless_extras.FILES}
+ACCOUNT = "billing-account.json"  # the account's own hourly totals (/v2/billing)
+
+
+# ------------------------------------------------------------------------------------ the fleet
+
+def _merge_provider_file(dst: Path, src: Path) -> None:
+    """`src` into the account's file of the same name: a JSON object's lists (`records`,
+    `endpoints`, `networkVolumes`, ...) and a JSON list are concatenated, JSON lines appended;
+    an identical file (the sample GPU catalog) is kept once."""
+    if not dst.exists():
+        shutil.copyfile(src, dst)
+        return
+    if dst.read_bytes() == src.read_bytes():
+        return
+    if src.suffix == ".jsonl":
+        with dst.open("ab") as f:
+            f.write(src.read_bytes())
+        return
+    a, b = json.loads(dst.read_text()), json.loads(src.read_text())
+    if isinstance(a, list):
+        merged = a + b
+    else:
+        merged = {k: (v + b[k] if isinstance(v, list) and isinstance(b.get(k), list) else v)
+                  for k, v in a.items()}
+    dst.write_text(json.dumps(merged, indent=1))
+
+
+def _account_bill(sims: list[Path]) -> dict:
+    """One account's hourly totals over every world: per bucket, the sum of the worlds' totals,
+    less the lines of the fixed scenarios the other worlds do not keep (each world's total is
+    the sum of its own lines, fixed scenarios included: the gate's `tieout.account_billing`,
+    sql/queries/tieout__account_billing.sql, holds a bucket's total to the sum of its lines)."""
+    out = json.loads((sims[0] / "runpod" / ACCOUNT).read_text())
+    total = {r["startTime"]: 0.0 for r in out["records"]}
+    for i, sim in enumerate(sims):
+        for r in json.loads((sim / "runpod" / ACCOUNT).read_text())["records"]:
+            total[r["startTime"]] += r["totalAmount"]
+        lines = {}  # a line repeated in a file is one line (the loader keeps one per bucket)
+        for f in (sorted((sim / "runpod").glob("billing-*.json")) if i else []):
+            if f.name in EXTRAS:
+                for r in json.loads(f.read_text())["records"]:
+                    rid = r.get("podId") or r.get("serverlessId") or r.get("networkVolumeId")
+                    lines[rid, r["startTime"]] = r["totalAmount"]
+        for (_, start), amount in lines.items():
+            total[start] -= amount
+    for r in out["records"]:
+        r["totalAmount"] = round(total[r["startTime"]], 10)
+    out["metadata"]["totals"]["totalAmount"] = round(sum(total.values()), 10)
+    return out
+
+
+def build_fleet(root: Path) -> Path:
+    """The landing tree: k8s/cluster=<c>/ per cluster (the simulator's cluster renamed, as
+    bench/scaling.py does: the folder and each watch line's own `cluster`), runpod/ shared."""
+    fleet = root / "fleet"
+    (fleet / "runpod").mkdir(parents=True)
+    configs, sims = [], []
+    for i, (name, seed) in enumerate(CLUSTERS.items()):
+        sim = root / f"sim-{name}"
+        simulate(sim, seed=seed, days=1, nodes=2, endpoints=1, start_day=date(2026, 6, 1))
+        sims.append(sim)
+        dst = fleet / "k8s" / f"cluster={name}"
+        dst.mkdir(parents=True)
+        for p in sorted((sim / "k8s" / f"cluster={SIM_CLUSTER}").iterdir()):
+            if i and p.name in EXTRAS:
+                continue
+            data = p.read_bytes()
+            if p.suffix == ".jsonl":  # a line's own `cluster` wins over the folder
+                for old in (b'"cluster":"%s"' % SIM_CLUSTER.encode(),
+                            b'"cluster": "%s"' % SIM_CLUSTER.encode()):
+                    data = data.replace(old, old.replace(SIM_CLUSTER.encode(), name.encode()))
+            (dst / p.name).write_bytes(data)
+        for p in sorted((sim / "runpod").iterdir()):
+            if not (i and p.name in EXTRAS) and p.name != ACCOUNT:
+                _merge_provider_file(fleet / "runpod" / p.name, p)
+        configs.append((sim / "recon.toml").read_text())
+    (fleet / "runpod" / ACCOUNT).write_text(json.dumps(_account_bill(sims), indent=1))
+    # one recon.toml: the first world's, plus the other worlds' serverless endpoints' rates
+    # (the sample rate card is otherwise the same), plus the shards
+    head = "[rates.serverless_per_second]\n"
+    extra = "".join(line + "\n" for t in configs[1:]
+                    for line in t.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
+                    if line.split(" = ")[0].strip('"') not in serverless_extras.ENDPOINTS)
+    shards = "\n[shards]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in SHARDS.items())
+    (fleet / "recon.toml").write_text(configs[0].replace(head, head + extra, 1) + shards)
+    return fleet
+
+
+# ------------------------------------------------------------------------- server and worker
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tail(path: Path, n: int = 60) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-n:]) if path.exists() else ""
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the process group we started (server or worker and its flow-run children)."""
+    import signal
+
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    except ProcessLookupError:
+        pass
+
+
+def own_billed(db: Path) -> Decimal:
+    """A shard's own billed amount on DAY: `marts.resource_day` as a read-only connection to
+    its warehouse shows it (recon.shards.lens: the shard's own rows)."""
+    from recon.db import connect
+
+    con = connect(db, read_only=True)
+    try:
+        return con.execute("select coalesce(sum(billed_amount), 0) from marts.resource_day "
+                           "where day = ?", [DAY]).fetchone()[0]
+    finally:
+        con.close()
+
+
+def cents(v) -> str:
+    """As the summary writes money: to the cent, half-even (recon.outputs.present.usd)."""
+    return str(Decimal(v).quantize(Decimal("0.01")))
+
+
+def _utc(ts: str) -> datetime:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
+
+
+@pytest.mark.slow
+def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
+    t_start = time.monotonic()
+    phases: dict[str, float] = {}  # seconds since the start, printed (-s) for the report
+
+    def mark(what: str) -> None:
+        phases[what] = round(time.monotonic() - t_start, 1)
+
+    fleet = build_fleet(tmp_path)
+    mark("fleet built")
+    good, broken = tmp_path / "good", tmp_path / "broken"
+    (broken / "shards" / "us.duckdb").mkdir(parents=True)  # a folder: DuckDB cannot open it
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    port = _free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(home), DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               PREFECT_UI_ENABLED="false")
+    cli_env = {**env, "PREFECT_API_URL": api, "PREFECT_WORKER_QUERY_SECONDS": "1",
+               "PREFECT_WORKER_PREFETCH_SECONDS": "5"}
+    server_log, worker_log = tmp_path / "server.log", tmp_path / "worker.log"
+    procs: list[subprocess.Popen] = []
+
+    def cli(*args: str, timeout: float = 120) -> str:
+        r = subprocess.run([*PREFECT, *args], check=False, env=cli_env, cwd=REPO,
+                           capture_output=True, text=True, timeout=timeout)
+        assert r.returncode == 0, f"prefect {' '.join(args)}:\n{r.stdout}\n{r.stderr}"
+        return r.stdout
+
+    def start_parent(out: Path) -> str:
+        """A run of the parent's deployment, as `prefect deployment run` creates it (REST: the
+        CLI's own start-up would add seconds); the worker runs it."""
+        dep = httpx.get(f"{api}/deployments/name/fleet-reconciliation/fleet-reconciliation",
+                        timeout=10).json()
+        params = {"day": DAY, "landing_dir": str(fleet), "warehouse_dir": str(out / "shards"),
+                  "validation": True, "settle_seconds": 0, "exports_dir": str(out / "exports"),
+                  "marts_dir": str(out / "lake"), "poll_seconds": 1}
+        r = httpx.post(f"{api}/deployments/{dep['id']}/create_flow_run", timeout=10,
+                       json={"parameters": params})
+        assert r.status_code == 201, r.text
+        return r.json()["id"]
+
+    def runs(**flow_runs) -> list[dict]:
+        return httpx.post(f"{api}/flow_runs/filter", timeout=10,
+                          json={"flow_runs": flow_runs}).json()
+
+    try:
+        with server_log.open("w") as log:
+            procs.append(subprocess.Popen(
+                [*PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True))
+        deadline = time.monotonic() + 120
+        while True:
+            assert procs[0].poll() is None, f"server exited:\n{_tail(server_log)}"
+            try:
+                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, f"server not healthy:\n{_tail(server_log)}"
+            time.sleep(0.5)
+        mark("server healthy")
+
+        cli("work-pool", "create", "recon-process", "--type", "process")
+        with worker_log.open("w") as log:  # it starts while the deployments are made
+            procs.append(subprocess.Popen(
+                [*PREFECT, "worker", "start", "--pool", "recon-process"], env=cli_env,
+                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        out = cli("--no-prompt", "deploy", "--name", "fleet-reconciliation", "--name", "shard",
+                  timeout=180)
+        assert "fleet-reconciliation/fleet-reconciliation" in out and \
+            "daily-reconciliation/shard" in out, out
+        mark("deployed")
+        good_id = start_parent(good)
+        mark("parent started")
+
+        # meanwhile, the whole fleet in one warehouse: the account's bill the shards must sum to
+        from recon.pipeline import run
+
+        whole = tmp_path / "whole.duckdb"
+        run(fleet, whole, day_from=date.fromisoformat(DAY), day_to=date.fromisoformat(DAY))
+        [(account,)] = q(whole, "select sum(billed_amount) from marts.resource_day where day = ?",
+                         [DAY])
+        mark("whole fleet in one warehouse")
+
+        # and a parent in this process, its children in threads (no `deployment`), shard us's
+        # warehouse a folder: the parent fails naming the shard and the day, and never starts
+        # __unassigned__ or the tie-out
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        from flows.fleet_reconciliation import fleet_reconciliation
+
+        with temporary_settings({PREFECT_API_URL: api}):
+            bad = asyncio.run(fleet_reconciliation(
+                day=DAY, landing_dir=str(fleet), warehouse_dir=str(broken / "shards"),
+                validation=False, deployment=None, return_state=True))
+            # a deployment name the API does not know fails before any child or pull
+            lost = asyncio.run(fleet_reconciliation(
+                day=DAY, landing_dir=str(fleet), warehouse_dir=str(broken / "lost"),
+                deployment="daily-reconciliation/no-such", return_state=True))
+        mark("broken parents ended")
+        assert lost.is_failed()
+        assert str(lost.result(raise_on_failure=False)).startswith(
+            "no deployment 'daily-reconciliation/no-such' on the Prefect API: deploy it")
+        assert runs(parent_flow_run_id={"any_": [str(lost.state_details.flow_run_id)]}) == []
+        assert not (broken / "lost").exists()
+        assert bad.is_failed(), bad
+        err = bad.result(raise_on_failure=False)
+        assert isinstance(err, RuntimeError), err
+        assert f"1 shard run(s) failed, nothing tied out:\n  shard us on {DAY}: child flow run " \
+            in str(err) and "FAILED" in str(err) and "us.duckdb" in str(err), str(err)
+        assert (broken / "shards" / "eu.duckdb").is_file()  # the other shard ran to its end
+        assert not (broken / "shards" / f"{UNASSIGNED}.duckdb").exists()
+
+        deadline = time.monotonic() + 240
+        while True:
+            state = httpx.get(f"{api}/flow_runs/{good_id}", timeout=10).json()["state"]
+            if state["type"] in TERMINAL:
+                break
+            assert time.monotonic() < deadline, (
+                f"parent still running after 240 s: {state}\nworker:\n{_tail(worker_log)}")
+            time.sleep(1)
+        mark("parent ended")
+        wall = time.monotonic() - t_start
+        assert state["type"] == "COMPLETED", f"{state}\nworker:\n{_tail(worker_log, 120)}"
+
+        # the children: one per shard, the named ones overlapping, __unassigned__ after both
+        kids = {r["parameters"]["shard"]: r for r in runs(parent_flow_run_id={"any_": [good_id]})}
+        assert set(kids) == {"eu", "us", UNASSIGNED}, sorted(kids)
+        assert all(r["state"]["type"] == "COMPLETED" for r in kids.values())
+        assert {r["name"] for r in kids.values()} == {f"daily-{DAY}-{s}" for s in kids}
+        span = {s: (_utc(r["start_time"]), _utc(r["end_time"])) for s, r in kids.items()}
+        assert max(span["eu"][0], span["us"][0]) < min(span["eu"][1], span["us"][1]), span
+        assert span[UNASSIGNED][0] >= max(span["eu"][1], span["us"][1]), span
+        assert kids[UNASSIGNED]["parameters"]["claims"] == [
+            str(good / "shards" / "eu.duckdb"), str(good / "shards" / "us.duckdb")]
+        for s in kids:
+            assert (good / "shards" / f"{s}.duckdb").is_file()
+            assert (good / "exports" / s / f"costs_{DAY}.csv").is_file()
+
+        # the tie-out: each shard's bill, from its own warehouse, adds up to the one-warehouse
+        # bill of the whole fleet, and the parent's summary says so
+        per_shard = {s: own_billed(good / "shards" / f"{s}.duckdb") for s in kids}
+        print(f"fleet test: {wall:.1f} s to the parent's end; {phases}; children {span}")
+        assert sum(per_shard.values(), Decimal(0)) == account, (per_shard, account)
+        assert per_shard["eu"] > 0 and per_shard["us"] > 0
+        arts = httpx.post(f"{api}/artifacts/filter", timeout=10, json={
+            "artifacts": {"flow_run_id": {"any_": [good_id]}}}).json()
+        md = {a["key"]: a for a in arts}["recon-fleet-summary"]["data"]
+        assert "**Tie-out: ok.**" in md, md
+        assert f"| account (every provider line) | {cents(account)} |" in md, md
+        assert "| difference | 0.00 |" in md, md
+        for s, v in per_shard.items():
+            assert f"| {s.replace('_', chr(92) + '_')} | {cents(v)} |" in md, (s, md)
+        # each child published its own rows under shard=<s>/ of the one marts_dir
+        lake = q(whole, "select shard, sum(billed_amount) from read_parquet(?, hive_partitioning "
+                 "= true) group by shard", [str(good / "lake" / "marts" / "resource_day" / "*" /
+                                               "*" / "part-0.parquet")])
+        assert dict(lake) == per_shard, (lake, per_shard)
+    finally:
+        for p in reversed(procs):
+            _stop(p)
+
+
+def test_a_tie_out_off_by_a_cent_fails_naming_the_day_the_shards_and_the_amounts(tmp_path):
+    """The parent's tie-out step on the shards' warehouses (`recon run --shard` of the same
+    fleet): it holds to the cent; one cent more on one resource-day of shard eu's bill (what a
+    shard that landed a restated line the others did not would show) fails it, and the error and
+    the summary name the day, each shard's amount and the cent."""
+    from flows.fleet_reconciliation import render_fleet, tie_out, tie_out_error
+    from recon.pipeline import run
+
+    fleet = build_fleet(tmp_path)
+    w = {s: tmp_path / "w" / f"{s}.duckdb" for s in (*SHARDS, UNASSIGNED)}
+    for s in SHARDS:
+        run(fleet, w[s], shard=s)
+    run(fleet, w[UNASSIGNED], shard=UNASSIGNED, claims=[str(w[s]) for s in SHARDS])
+    paths = [str(p) for p in w.values()]
+
+    tie = tie_out.fn(paths, str(fleet), None)
+    assert tie["ok"] and tie["problems"] == [], tie
+    [d] = [d for d in tie["days"] if d["day"] == DAY]
+    own = {s: own_billed(p) for s, p in w.items()}
+    assert d["shards"] == own and d["difference"] == 0
+    assert d["shards_total"] == d["account_total"] == sum(own.values(), Decimal(0))
+    assert tie_out_error(tie) is None
+
+    import duckdb
+
+    con = duckdb.connect(str(w["eu"]))
+    [(rid,)] = con.execute("select min(resource_id) from meta.shard_claims").fetchall()
+    con.execute("update marts.resource_day set billed_amount = billed_amount + 0.01 "
+                "where resource_id = ? and day = ?", [rid, DAY])
+    con.close()
+    off = tie_out.fn(paths, str(fleet), None)
+    assert not off["ok"]
+    [d] = [d for d in off["days"] if d["day"] == DAY]
+    assert d["shards"]["eu"] == own["eu"] + Decimal("0.01")
+    assert d["difference"] == Decimal("-0.01"), d  # the account's, less the shards' sum
+    err = str(tie_out_error(off))
+    assert err.startswith("the shards do not tie out to the account's bill:"), err
+    assert (f"{DAY}: eu {cents(d['shards']['eu'])}, us {cents(own['us'])}, __unassigned__ "
+            f"{cents(own[UNASSIGNED])} = {cents(d['shards_total'])} USD against the account's "
+            f"{cents(d['account_total'])} USD (difference -0.010000000000 USD)") in err, err
+    assert "shard eu saw another account than __unassigned__ on 2026-06-01" in err, err
+    md = render_fleet([date.fromisoformat(DAY)], [], off)
+    assert "**Tie-out: OFF.**" in md and "| difference | -0.01 |" in md, md
