@@ -334,6 +334,10 @@ def summarise(S: int, reps: list[dict], inp: dict) -> dict:
          "floor_extract_s0": med([f["extract"] for f in fl0]),
          "named_sum_records_in": med([sum(n["records_in"] for n in f["named"].values())
                                       for f in cost]),
+         # the fleet's CPU (named shards and unassigned) over its S shard-days
+         "fleet_cpu_seconds_per_shard_day": med([
+             (sum(n["cpu_seconds"] for n in f["named"].values())
+              + f["unassigned"]["cpu_seconds"]) / (S * inp["days"]) for f in cost]),
          "runs": reps}
     if p["floor_extract_s0"]:
         p["per_shard_day_over_floor_s0"] = p["per_shard_day"]["seconds"] / p["floor_extract_s0"]
@@ -364,15 +368,17 @@ def table(points: list[dict], workers: list[int]) -> str:
             f"{'' if r0 is None else f'{r0:.1f}×'} | {'' if r1 is None else f'{r1:.1f}×'} |")
     lines += ["", "Per shard-day, where the time goes (medians, seconds; records landed):", "",
               "| S | records landed: provider + own k8s | load | of it: provider files | "
-              "own k8s files | build (staging+intermediate+marts) | commit | peak RSS MiB |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "own k8s files | build (staging+intermediate+marts) | commit | peak RSS MiB | "
+              "fleet CPU s per shard-day |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p in points:
         d = p["per_shard_day"]
         lines.append(
             f"| {p['shards']} | {d['provider_records']:,.0f} + {d['k8s_records']:,.0f} | "
             f"{d['load_seconds']:.2f} | {d['landing_provider_seconds']:.2f} | "
             f"{d['landing_k8s_seconds']:.2f} | {d['build_seconds']:.2f} | "
-            f"{d['commit_seconds']:.2f} | {d['peak_rss_mib']:.0f} |")
+            f"{d['commit_seconds']:.2f} | {d['peak_rss_mib']:.0f} | "
+            f"{p['fleet_cpu_seconds_per_shard_day']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -503,10 +509,22 @@ def main(argv: list[str] | None = None) -> int:
         inp = json.loads((tree / ".complete").read_text()) | {"days": a.days}
         points.append(summarise(S, reps, inp))
 
+    growth = {}
+    if len(points) > 1:  # what grows with the account: per added cluster (shard) of the fleet
+        xs = [p["shards"] for p in points]
+        for name, key in (("per_shard_day_seconds", "seconds"),
+                          ("per_shard_day_cpu_seconds", "cpu_seconds"),
+                          ("landing_provider_seconds", "landing_provider_seconds"),
+                          ("landing_k8s_seconds", "landing_k8s_seconds"),
+                          ("build_seconds", "build_seconds")):
+            f = scaling.fit(xs, [p["per_shard_day"][key] for p in points])
+            growth[name] = {"intercept": f["intercept_seconds"],
+                            "per_shard": f["slope_seconds_per_million_records"] / 1e6,
+                            "r2": f["r2"]}
     args = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()}
     result = {"sha": scaling.git_sha(), "key": a.key, "args": args,
               "load_avg_start": load0, "load_avg_end": os.getloadavg(), "cpus": os.cpu_count(),
-              "workers": ws, "points": points}
+              "workers": ws, "growth_with_shards": growth, "points": points}
     a.out.mkdir(parents=True, exist_ok=True)
     name = f"shards-{result['sha']}-{a.key}{'-' + a.label if a.label else ''}"
     (a.out / f"{name}.json").write_text(json.dumps(result, indent=1, default=str))
@@ -514,6 +532,9 @@ def main(argv: list[str] | None = None) -> int:
         points, ws, f"shards of one account: {a.nodes} nodes/cluster, scale {a.scale:g}, "
         f"{a.days} day(s), median of {a.runs}"))
     print(table(points, ws))
+    for name, g in growth.items():
+        print(f"{name}: {g['intercept']:.3f} s + {g['per_shard']:.3f} s per shard (S), "
+              f"R² = {g['r2']:.3f}")
     print(f"load average {load0[0]:.2f} at the start, {result['load_avg_end'][0]:.2f} at the end; "
           f"{os.cpu_count()} CPUs")
     print(f"wrote {a.out / name}.json and .svg")

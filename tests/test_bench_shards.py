@@ -80,6 +80,10 @@ def test_each_shard_lands_the_whole_accounts_provider_files_and_its_own_clusters
                     single["k8s"]["records"] > 0
                 assert f["unassigned"]["landing"]["k8s"]["files"] == 0
         assert p["single"]["provider_files"] == p["input"]["provider_files"]
+    # the growth fit through two points is the line through them
+    g = bench["res"]["growth_with_shards"]["landing_provider_seconds"]
+    one, two = (p["per_shard_day"]["landing_provider_seconds"] for p in bench["res"]["points"])
+    assert g["per_shard"] == pytest.approx(two - one) and g["intercept"] == pytest.approx(2 * one - two)
     # two clusters' pulls side by side: the two-shard fleet's account holds more provider records
     one, two = (p["single"]["provider_records"] for p in bench["res"]["points"])
     assert two > one
@@ -93,6 +97,9 @@ def test_cost_per_shard_day_is_the_median_of_the_named_shards_of_the_sequential_
         assert p["unassigned"]["seconds"] == statistics.median(
             f["unassigned"]["seconds"] for f in seq)
         assert p["shard_days"] == p["shards"]  # one day of input: S shards are S shard-days
+        assert p["fleet_cpu_seconds_per_shard_day"] == statistics.median(
+            (sum(n["cpu_seconds"] for n in f["named"].values()) + f["unassigned"]["cpu_seconds"])
+            / p["shards"] for f in seq)
         for f in seq:
             # sequential: the fleet's wall covers every child process one after another
             assert f["wall_seconds"] >= sum(n["process_wall"] for n in f["named"].values()) + \
