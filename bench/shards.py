@@ -13,7 +13,8 @@ billed resource repeats; one `recon.toml` with every cluster's rates and
 bench/.cache/shards/ (keyed by the simulator's source hash; fleets are hard links to the
 per-cluster caches).
 
-Per S and repetition, each run in a fresh child process (the input already in the page cache):
+Per repetition, the S of the grid in a shuffled order (machine noise spreads over all of
+them), each run in a fresh child process (the input already in the page cache):
 
 * the fleet with W concurrent workers for each W of `--workers` (W = 1 always runs: it is
   the cost measurement): the named shards through a pool of W processes, then
@@ -38,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
 import shutil
 import statistics
@@ -478,18 +480,21 @@ def main(argv: list[str] | None = None) -> int:
     a.key = (f"n{a.nodes}-s{a.scale:g}-e{a.endpoints}-d{a.days}-seed{a.seed}"
              f"-sim{scaling.sim_version()}")
     load0 = os.getloadavg()
+    sha = scaling.git_sha()  # the tree the run starts from
 
     t0 = time.perf_counter()
     trees = {S: ensure_fleet(a, S) for S in ss}
     print(f"inputs ready in {time.perf_counter() - t0:.1f} s ({a.cache / a.key})",
           file=sys.stderr, flush=True)
     work = a.cache / a.key / "work"
-    points = []
-    for S in ss:
-        tree = trees[S]
-        warm(tree)
-        reps = []
-        for rep in range(a.runs):
+    reps: dict[int, list[dict]] = {S: [] for S in ss}
+    rng = random.Random(a.seed)
+    for rep in range(a.runs):
+        order = ss[:]
+        rng.shuffle(order)  # per repetition, so that the machine's noise spreads over every S
+        for S in order:
+            tree = trees[S]
+            warm(tree)
             r = {"fleets": []}
             for w in ws:
                 f = fleet(tree, work / f"s{S}-w{w}", S, w)
@@ -505,24 +510,24 @@ def main(argv: list[str] | None = None) -> int:
             if harness is not None:
                 r["floor_fleet"] = floor(tree, harness)
                 r["floor_s0"] = floor(a.cache / a.key / f"input-s{S}-s0", harness)
-            reps.append(r)
-        inp = json.loads((tree / ".complete").read_text()) | {"days": a.days}
-        points.append(summarise(S, reps, inp))
+            reps[S].append(r)
+    points = [summarise(S, reps[S], json.loads((trees[S] / ".complete").read_text())
+                        | {"days": a.days}) for S in ss]
 
     growth = {}
     if len(points) > 1:  # what grows with the account: per added cluster (shard) of the fleet
         xs = [p["shards"] for p in points]
-        for name, key in (("per_shard_day_seconds", "seconds"),
+        for what, key in (("per_shard_day_seconds", "seconds"),
                           ("per_shard_day_cpu_seconds", "cpu_seconds"),
                           ("landing_provider_seconds", "landing_provider_seconds"),
                           ("landing_k8s_seconds", "landing_k8s_seconds"),
                           ("build_seconds", "build_seconds")):
             f = scaling.fit(xs, [p["per_shard_day"][key] for p in points])
-            growth[name] = {"intercept": f["intercept_seconds"],
+            growth[what] = {"intercept": f["intercept_seconds"],
                             "per_shard": f["slope_seconds_per_million_records"] / 1e6,
                             "r2": f["r2"]}
     args = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()}
-    result = {"sha": scaling.git_sha(), "key": a.key, "args": args,
+    result = {"sha": sha, "key": a.key, "args": args,
               "load_avg_start": load0, "load_avg_end": os.getloadavg(), "cpus": os.cpu_count(),
               "workers": ws, "growth_with_shards": growth, "points": points}
     a.out.mkdir(parents=True, exist_ok=True)
@@ -532,8 +537,8 @@ def main(argv: list[str] | None = None) -> int:
         points, ws, f"shards of one account: {a.nodes} nodes/cluster, scale {a.scale:g}, "
         f"{a.days} day(s), median of {a.runs}"))
     print(table(points, ws))
-    for name, g in growth.items():
-        print(f"{name}: {g['intercept']:.3f} s + {g['per_shard']:.3f} s per shard (S), "
+    for what, g in growth.items():
+        print(f"{what}: {g['intercept']:.3f} s + {g['per_shard']:.3f} s per shard (S), "
               f"R² = {g['r2']:.3f}")
     print(f"load average {load0[0]:.2f} at the start, {result['load_avg_end'][0]:.2f} at the end; "
           f"{os.cpu_count()} CPUs")
