@@ -386,39 +386,35 @@ def table(points: list[dict], workers: list[int]) -> str:
 
 # ----------------------------------------------------------------------------- chart
 
-COLOURS = {"shard-day": "#1f77b4", "unsharded": "#7f7f7f", 1: "#d62728", 2: "#2ca02c",
-           4: "#ff7f0e", 8: "#9467bd"}
+COLOURS = {"shard-day": "#1f77b4", "landing-provider": "#8c564b", "landing-k8s": "#e377c2",
+           "build": "#17becf", "unassigned": "#bcbd22", "unsharded": "#7f7f7f",
+           1: "#d62728", 2: "#2ca02c", 4: "#ff7f0e", 8: "#9467bd"}
 
 
-def svg_chart(points: list[dict], workers: list[int], title: str) -> str:
-    """Seconds against shards (S on a log2 axis): cost per shard-day (whiskers: min-max over the
-    named shards), the fleet's wall time per W, the unsharded single run."""
+def nice(y: float) -> float:
+    """The smallest 1, 2, 2.5 or 5 × 10^k at or above y: the top of an axis."""
     import math
-    W, H, L, R, T, B = 720, 460, 70, 170, 40, 55
-    series = {"shard-day": [(p["shards"], p["per_shard_day"]["seconds"]) for p in points],
-              "unsharded": [(p["shards"], p["single"]["seconds"]) for p in points]}
-    for w in workers:
-        series[w] = [(p["shards"], p["fleet_wall_seconds"][str(w)]) for p in points
-                     if str(w) in p["fleet_wall_seconds"]]
-    spans = {p["shards"]: [n["seconds"] for r in p["runs"] for f in r["fleets"]
-                           if f["workers"] == 1 for n in f["named"].values()] for p in points}
-    ymax = max([y for s in series.values() for _, y in s]
-               + [max(v) for v in spans.values()]) * 1.1
+    k = 10 ** math.floor(math.log10(y)) if y > 0 else 1
+    return next(m * k for m in (1, 2, 2.5, 5, 10) if m * k >= y)
+
+
+def _panel(x0: float, width: float, points: list[dict], series: dict, labels: dict,
+           spans: dict, ylabel: str, T: int = 50, H: int = 470, B: int = 55) -> list[str]:
+    """One chart: seconds against S (linear: a cost linear in S is a straight line)."""
+    L = x0 + 55
+    R = x0 + width - 10
     xs = sorted({p["shards"] for p in points})
-    lx = [math.log2(x) for x in xs]
-    x0, x1 = min(lx) - 0.3, max(lx) + 0.3
-    sx = lambda x: L + (W - L - R) * (math.log2(x) - x0) / (x1 - x0)
+    xmax = max(xs) + 0.5
+    ymax = nice(max([y for pts in series.values() for _, y in pts]
+                    + [max(v) for v in spans.values()] + [1e-9]) * 1.05)
+    sx = lambda x: L + (R - L) * x / xmax
     sy = lambda y: H - B - (H - T - B) * y / ymax
-    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
-            f'font-family="sans-serif" font-size="12">'),
-           f'<rect width="{W}" height="{H}" fill="white"/>',
-           f'<text x="{(L + W - R) / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>',
-           f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="black"/>',
+    out = [f'<line x1="{L}" y1="{H - B}" x2="{R}" y2="{H - B}" stroke="black"/>',
            f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="black"/>',
-           (f'<text x="{(L + W - R) / 2}" y="{H - 12}" text-anchor="middle">shards S (one '
-            'cluster each, one shared account)</text>'),
-           (f'<text x="16" y="{(T + H - B) / 2}" text-anchor="middle" '
-            f'transform="rotate(-90 16 {(T + H - B) / 2})">seconds</text>')]
+           (f'<text x="{(L + R) / 2}" y="{H - 15}" text-anchor="middle">shards S (one cluster '
+            'each, one account)</text>'),
+           (f'<text x="{x0 + 14}" y="{(T + H - B) / 2}" text-anchor="middle" '
+            f'transform="rotate(-90 {x0 + 14} {(T + H - B) / 2})">{ylabel}</text>')]
     for x in xs:
         out.append(f'<line x1="{sx(x):.1f}" y1="{H - B}" x2="{sx(x):.1f}" y2="{H - B + 5}" '
                    'stroke="black"/>')
@@ -426,27 +422,58 @@ def svg_chart(points: list[dict], workers: list[int], title: str) -> str:
     for i in range(6):
         y = ymax * i / 5
         out.append(f'<line x1="{L - 5}" y1="{sy(y):.1f}" x2="{L}" y2="{sy(y):.1f}" stroke="black"/>')
-        out.append(f'<text x="{L - 8}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:.1f}</text>')
-        out.append(f'<line x1="{L}" y1="{sy(y):.1f}" x2="{W - R}" y2="{sy(y):.1f}" '
-                   'stroke="#eee"/>')
+        out.append(f'<text x="{L - 8}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:g}</text>')
+        out.append(f'<line x1="{L}" y1="{sy(y):.1f}" x2="{R}" y2="{sy(y):.1f}" stroke="#eee"/>')
     for x, v in spans.items():
         out.append(f'<line class="span" x1="{sx(x):.1f}" y1="{sy(min(v)):.1f}" x2="{sx(x):.1f}" '
                    f'y2="{sy(max(v)):.1f}" stroke="{COLOURS["shard-day"]}"/>')
-    labels = {"shard-day": "cost per shard-day (median)", "unsharded": "whole fleet, unsharded"}
     for i, (key, pts) in enumerate(series.items()):
         c = COLOURS.get(key, "#333")
         cls = key if isinstance(key, str) else f"fleet-w{key}"
-        dash = ' stroke-dasharray="6 4"' if key == "unsharded" else ""
+        dash = ' stroke-dasharray="6 4"' if key in ("unsharded", "unassigned") else ""
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
         out.append(f'<polyline class="{cls}" points="{path}" fill="none" stroke="{c}"{dash}/>')
         for x, y in pts:
             out.append(f'<circle class="{cls}" data-shards="{x}" data-seconds="{y:.4f}" '
-                       f'cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="4" fill="{c}"/>')
-        ly = T + 10 + 18 * i
-        out.append(f'<line x1="{W - R + 10}" y1="{ly}" x2="{W - R + 30}" y2="{ly}" '
-                   f'stroke="{c}" stroke-width="2"{dash}/>')
-        name = labels.get(key, f"fleet wall, {key} worker{'s' if key != 1 else ''}")
-        out.append(f'<text x="{W - R + 35}" y="{ly + 4}">{name}</text>')
+                       f'cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3.5" fill="{c}"/>')
+        ly = T + 8 + 17 * i
+        out.append(f'<line x1="{L + 12}" y1="{ly}" x2="{L + 32}" y2="{ly}" stroke="{c}" '
+                   f'stroke-width="2"{dash}/>')
+        out.append(f'<text x="{L + 37}" y="{ly + 4}">{labels[key]}</text>')
+    return out
+
+
+def svg_chart(points: list[dict], workers: list[int], title: str) -> str:
+    """Two panels against S: on the left a shard's cost (median over the named shards,
+    whiskers min-max) and its parts, the unassigned shard; on the right the fleet's wall time
+    per W and the whole fleet run unsharded."""
+    W, H = 960, 470
+    left = {"shard-day": [(p["shards"], p["per_shard_day"]["seconds"]) for p in points],
+            "landing-provider": [(p["shards"], p["per_shard_day"]["landing_provider_seconds"])
+                                 for p in points],
+            "landing-k8s": [(p["shards"], p["per_shard_day"]["landing_k8s_seconds"])
+                            for p in points],
+            "build": [(p["shards"], p["per_shard_day"]["build_seconds"]) for p in points],
+            "unassigned": [(p["shards"], p["unassigned"]["seconds"]) for p in points]}
+    right: dict = {w: [(p["shards"], p["fleet_wall_seconds"][str(w)]) for p in points
+                       if str(w) in p["fleet_wall_seconds"]] for w in workers}
+    right["unsharded"] = [(p["shards"], p["single"]["seconds"]) for p in points]
+    labels = {"shard-day": "a named shard's run (cost per shard-day)",
+              "landing-provider": "of it: landing the provider's files",
+              "landing-k8s": "of it: landing its own Kubernetes files",
+              "build": "of it: build (staging, intermediate, marts)",
+              "unassigned": "the __unassigned__ shard's run",
+              "unsharded": "the whole fleet unsharded (one run)",
+              **{w: f"fleet wall, {w} worker{'s' if w != 1 else ''} (shards, then unassigned)"
+                 for w in workers}}
+    spans = {p["shards"]: [n["seconds"] for r in p["runs"] for f in r["fleets"]
+                           if f["workers"] == 1 for n in f["named"].values()] for p in points}
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+            f'font-family="sans-serif" font-size="12">'),
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="{W / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>']
+    out += _panel(0, W / 2, points, left, labels, spans, "seconds per shard-day")
+    out += _panel(W / 2, W / 2, points, right, labels, {}, "seconds, the whole fleet")
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

@@ -159,3 +159,21 @@ def test_a_pool_of_two_runs_the_named_shards_side_by_side_and_unassigned_after_t
     # unassigned waits for the named shards' claims
     assert f["wall_seconds"] >= f["named_wall_seconds"] + f["unassigned"]["process_wall"]
     assert not (bench["cache"] / key / "work-w2").exists()  # the warehouses are removed
+
+
+def test_the_scaling_grid_keeps_the_account_scenarios_and_their_rates_in_c0_only(bench):
+    """bench/scaling.py's trees of K clusters: the serverless scenario's files are the account's
+    (recon/simulate/serverless_extras.py, FILES and ENDPOINTS), so only c0 keeps them, and the
+    merged config names each endpoint's rate once (TOML refuses a key defined twice)."""
+    import tomllib
+
+    from recon.simulate import serverless_extras
+    scaling = _load("scaling")
+    assert set(serverless_extras.FILES) <= scaling.EXTRAS
+    assert set(serverless_extras.ENDPOINTS) == set(scaling.EXTRA_ENDPOINTS)
+    parts = [bench["cache"] / bench["res"]["key"] / c for c in ("c0", "c1")]
+    rates = tomllib.loads(scaling.merged_config(parts))["rates"]["serverless_per_second"]
+    for c in parts:
+        own = tomllib.loads((c / "recon.toml").read_text())["rates"]["serverless_per_second"]
+        assert own.items() <= rates.items()
+    assert set(serverless_extras.ENDPOINTS) <= set(rates)
