@@ -32,6 +32,12 @@ them), each run in a fresh child process (the input already in the page cache):
 Cost per shard-day is the median over the named shards of the W = 1 pass (the S shards of a
 one-day fleet are S shard-days); `__unassigned__` is reported apart. Prints a Markdown table,
 writes bench/results/shards-<sha>-<key>.json and an SVG chart beside it.
+
+A harness of its own rather than a mode of bench/scaling.py: its input is one account's
+(`runpod/pull=c<k>/`, the fixed scenarios once) where scaling.py's clusters each bring an
+account of their own (`runpod/account=c<k>/`), and a measurement is a fleet of S + 1 runs,
+pooled, tied out, against scaling.py's one run per grid point. It borrows scaling.py's
+simulator hash, git sha and least-squares fit, and harness.py's floor.
 """
 
 from __future__ import annotations
@@ -145,7 +151,10 @@ def ensure_fleet(a, shards: int) -> Path:
     _link_tree(parts, out)
     (out / "recon.toml").write_text(merged_config(parts, shards))
     # what shard s0 lands (every provider file, c0's Kubernetes files): the floor of a shard
-    _link_tree(parts, out.parent / f"input-s{shards}-s0",
+    s0 = out.parent / f"input-s{shards}-s0"
+    if s0.exists():
+        shutil.rmtree(s0)
+    _link_tree(parts, s0,
                lambda rel: rel.parts[0] == "runpod" or rel.parts[1] == "cluster=c0")
     files = [p for p in out.rglob("*") if p.is_file()]
     (out / ".complete").write_text(json.dumps({
