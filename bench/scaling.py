@@ -35,9 +35,14 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench" / ".cache" / "scaling"
 RESULTS = ROOT / "bench" / "results"
 SIM_CLUSTER = "sim-cluster"  # recon.simulate.world.CLUSTER
-# the simulator's fixed scenario (one Runpod pod id, the balance, the account bill): c0 only
+# the simulator's fixed scenarios (one Runpod pod id, the balance, the account bill, the two
+# serverless endpoints of recon/simulate/serverless_extras.py): c0 only
 EXTRAS = {"warm-pool-watch.jsonl", "warm-pool-objects.json", "billing-pods-warm-pool.json",
-          "inventory-pods-warm-pool.json", "balance.json", "billing-account.json"}
+          "inventory-pods-warm-pool.json", "balance.json", "billing-account.json",
+          "inventory-serverless-extras.json", "scenario-workers.jsonl",
+          "scenario-job-records.jsonl", "billing-serverless-extras.json"}
+# their endpoints' rates, c0's only: a second copy is a TOML key defined twice
+EXTRA_ENDPOINTS = ("simactive01", "simstuck01")
 
 
 def sim_version() -> str:
@@ -105,7 +110,9 @@ def merged_config(parts: list[Path]) -> str:
     rate card is otherwise the same)."""
     texts = [(p / "recon.toml").read_text() for p in parts]
     head = "[rates.serverless_per_second]\n"
-    extra = "".join(t.split(head, 1)[1].split("\n\n", 1)[0] + "\n" for t in texts[1:])
+    extra = "".join(line + "\n" for t in texts[1:]
+                    for line in t.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
+                    if line.split(" = ")[0].strip('"') not in EXTRA_ENDPOINTS)
     return texts[0].replace(head, head + extra, 1)
 
 
