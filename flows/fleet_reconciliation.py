@@ -43,6 +43,9 @@ except ImportError:  # pragma: no cover - the project is not installed
 
 FLEET_SUMMARY_KEY = "recon-fleet-summary"
 SHARD_DEPLOYMENT = "daily-reconciliation/shard"
+# a child still not finished after this long is cancelled and fails the parent: a pool with no
+# worker polling it would otherwise keep the parent waiting for ever (a shard-day runs minutes)
+CHILD_TIMEOUT_SECONDS = 4 * 3600
 
 
 # ------------------------------------------------------------------------------------- tasks
@@ -133,18 +136,28 @@ def child_parameters(shard: str, day: date, landing_dir: str, warehouse_dir: str
 
 
 async def _run_child(deployment: str | None, shard: str, day: date, params: dict,
-                     poll_seconds: float) -> dict:
+                     poll_seconds: float, timeout: float | None = CHILD_TIMEOUT_SECONDS) -> dict:
     """One child to its end: {shard, day, ok, state, message, flow_run_id}. Never raises for
     the child's own failure: the parent waits for every shard of the day, then fails naming
-    each one that did not complete."""
+    each one that did not complete. A child of a deployment not finished within `timeout`
+    seconds (None: no limit) is cancelled, so that it does not write its warehouse after the
+    parent gave up on it."""
     name = f"daily-{day}-{shard}"
+    late = None
     if deployment:
         from prefect.deployments import arun_deployment
 
-        # timeout=None: wait for the child however long its work pool takes to start it
         fr = await arun_deployment(deployment, parameters=params, flow_run_name=name,
-                                   timeout=None, poll_interval=poll_seconds)
+                                   timeout=timeout, poll_interval=poll_seconds)
         state, run_id = fr.state, fr.id
+        if state is not None and not state.is_final():
+            from prefect.client.orchestration import get_client
+            from prefect.states import Cancelling
+
+            late = (f"not finished within {timeout:g} s (is a worker polling the "
+                    f"deployment's work pool?); cancelled")
+            async with get_client() as client:
+                await client.set_flow_run_state(run_id, Cancelling(message=late), force=True)
     else:
         # a sync flow called from a thread: asyncio.to_thread copies the context, so the child
         # is a subflow of this run, and the shards build their warehouses at the same time
@@ -153,7 +166,7 @@ async def _run_child(deployment: str | None, shard: str, day: date, params: dict
     ok = state is not None and state.is_completed()
     out = {"shard": shard, "day": day.isoformat(), "ok": ok,
            "state": state.type.value if state is not None else "UNKNOWN",
-           "message": (state.message or "") if state is not None else "no state",
+           "message": late or ((state.message or "") if state is not None else "no state"),
            "flow_run_id": str(run_id) if run_id else None}
     (logger().info if ok else logger().error)("%s: child %s %s%s", name, out["flow_run_id"],
                                               out["state"],
@@ -230,7 +243,8 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
                                validation: bool = True, settle_seconds: int = 0,
                                exports_dir: str | None = None, marts_dir: str | None = None,
                                deployment: str | None = SHARD_DEPLOYMENT,
-                               poll_seconds: float = 5.0) -> dict:
+                               poll_seconds: float = 5.0,
+                               child_timeout_seconds: float | None = CHILD_TIMEOUT_SECONDS) -> dict:
     """Reconcile the fleet shard by shard for one UTC day (or the trailing days ending with it)
     and tie the shards out to the account's bill.
 
@@ -254,6 +268,10 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
         deployment: The daily flow's deployment each child is a run of (a work pool's worker
             runs it); empty: the children run in this process, in threads.
         poll_seconds: How often the parent asks the API whether a child has ended.
+        child_timeout_seconds: A child of `deployment` not finished this long after it was
+            created (4 hours by default; null: no limit) is cancelled and fails the parent,
+            named with its state (a pool no worker polls leaves it SCHEDULED). Children run
+            in this process (no `deployment`) have no limit.
     """
     if trailing_days < 1:
         raise ValueError("trailing_days must be at least 1")
@@ -277,13 +295,13 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
 
     children: list[dict] = []
     for d in days:
-        named = await asyncio.gather(*(_run_child(deployment, s, d, params(s, d), poll_seconds)
-                                       for s in names))
+        named = await asyncio.gather(*(_run_child(deployment, s, d, params(s, d), poll_seconds,
+                                                  child_timeout_seconds) for s in names))
         children += named
         if err := _failed(named):
             raise err
         last = await _run_child(deployment, unassigned, d, params(unassigned, d, warehouses),
-                                poll_seconds)
+                                poll_seconds, child_timeout_seconds)
         children.append(last)
         if err := _failed([last]):
             raise err

@@ -287,7 +287,21 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
             lost = asyncio.run(fleet_reconciliation(
                 day=DAY, landing_dir=str(fleet), warehouse_dir=str(broken / "lost"),
                 deployment="daily-reconciliation/no-such", return_state=True))
+            # children that cannot finish in time (the worker polls every second, a shard's run
+            # takes seconds): cancelled, and the parent fails naming them
+            slow = asyncio.run(fleet_reconciliation(
+                day=DAY, landing_dir=str(fleet), warehouse_dir=str(broken / "slow"),
+                validation=False, poll_seconds=0.1, child_timeout_seconds=0.3,
+                return_state=True))
         mark("broken parents ended")
+        assert slow.is_failed()
+        late = str(slow.result(raise_on_failure=False))
+        assert late.startswith("2 shard run(s) failed, nothing tied out:"), late
+        assert "not finished within 0.3 s" in late and "cancelled" in late, late
+        slow_kids = runs(parent_flow_run_id={"any_": [str(slow.state_details.flow_run_id)]})
+        assert {r["parameters"]["shard"] for r in slow_kids} == {"eu", "us"}
+        assert all(r["state"]["type"] in ("CANCELLING", "CANCELLED") for r in slow_kids), [
+            r["state"] for r in slow_kids]
         assert lost.is_failed()
         assert str(lost.result(raise_on_failure=False)).startswith(
             "no deployment 'daily-reconciliation/no-such' on the Prefect API: deploy it")
