@@ -34,17 +34,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench" / ".cache" / "scaling"
 RESULTS = ROOT / "bench" / "results"
-SIM_CLUSTER = "sim-cluster"  # recon.simulate.world.CLUSTER
-# the simulator's fixed scenarios (one Runpod pod id, the balance, the account bill, the two
-# serverless endpoints of recon/simulate/serverless_extras.py): c0 only
-EXTRAS = {"warm-pool-watch.jsonl", "warm-pool-objects.json", "billing-pods-warm-pool.json",
-          "inventory-pods-warm-pool.json", "balance.json", "billing-account.json",
-          "inventory-serverless-extras.json", "scenario-workers.jsonl",
-          "scenario-job-records.jsonl", "billing-serverless-extras.json"}
-# their endpoints' rates, c0's only: a second copy is a TOML key defined twice
-EXTRA_ENDPOINTS = ("simactive01", "simstuck01")
-
-
 def sim_version() -> str:
     import hashlib
     h = hashlib.sha256()
@@ -66,9 +55,11 @@ def git_sha() -> str:
 
 # ----------------------------------------------------------------------------- data (cached)
 
-def ensure_cluster(a, k: int, days: int) -> Path:
-    """One simulated cluster `c<k>` over `days` days, renamed; cached with a .complete marker."""
-    out = CACHE / a.key / f"c{k}-d{days}"
+def ensure_cluster(a, k: int, days: int, out: Path | None = None,
+                   runpod: str = "account") -> Path:
+    """One simulated cluster `c<k>` over `days` days, renamed, its Runpod files under
+    `runpod/<runpod>=c<k>/`; cached in `out` with a .complete marker."""
+    out = out or CACHE / a.key / f"c{k}-d{days}"
     if (out / ".complete").exists():
         return out
     if out.exists():
@@ -79,26 +70,12 @@ def ensure_cluster(a, k: int, days: int) -> Path:
             f"simulate({str(out / 'sim')!r}, seed={a.seed + k}, days={days}, nodes={a.nodes}, "
             f"endpoints={a.endpoints}, scale={a.scale}, start_day=date(2026, 6, 1))")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+    from recon.simulate.fleet import place_cluster
+
+    # the simulator's fixed account scenarios (recon/simulate/fleet.py): c0 only, so no billed
+    # resource repeats
     sim, name = out / "sim", f"c{k}"
-    k8s_src = sim / "k8s" / f"cluster={SIM_CLUSTER}"
-    k8s_dst = out / "k8s" / f"cluster={name}"
-    k8s_dst.mkdir(parents=True)
-    for p in sorted(k8s_src.iterdir()):
-        if k and p.name in EXTRAS:
-            continue
-        if p.suffix == ".jsonl":  # a watch line's own `cluster` wins over the folder: rename it
-            data = p.read_bytes()
-            for old in (b'"cluster":"%s"' % SIM_CLUSTER.encode(),
-                        b'"cluster": "%s"' % SIM_CLUSTER.encode()):
-                data = data.replace(old, old.replace(SIM_CLUSTER.encode(), name.encode()))
-            (k8s_dst / p.name).write_bytes(data)
-        else:
-            shutil.move(str(p), k8s_dst / p.name)
-    rp = out / "runpod" / f"account={name}"
-    rp.mkdir(parents=True)
-    for p in sorted((sim / "runpod").iterdir()):
-        if not (k and p.name in EXTRAS):
-            shutil.move(str(p), rp / p.name)
+    place_cluster(sim, out, name, first=k == 0, runpod=out / "runpod" / f"{runpod}={name}")
     shutil.move(str(sim / "recon.toml"), out / "recon.toml")
     shutil.rmtree(sim)  # the ground truth is not an input
     (out / ".complete").write_text(json.dumps({"simulate_seconds": time.perf_counter() - t0}))
@@ -106,14 +83,10 @@ def ensure_cluster(a, k: int, days: int) -> Path:
 
 
 def merged_config(parts: list[Path]) -> str:
-    """The first cluster's recon.toml plus every other cluster's serverless rates (the sample
-    rate card is otherwise the same)."""
-    texts = [(p / "recon.toml").read_text() for p in parts]
-    head = "[rates.serverless_per_second]\n"
-    extra = "".join(line + "\n" for t in texts[1:]
-                    for line in t.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
-                    if line.split(" = ")[0].strip('"') not in EXTRA_ENDPOINTS)
-    return texts[0].replace(head, head + extra, 1)
+    """The clusters' recon.toml files as one (recon.simulate.fleet.merged_config)."""
+    from recon.simulate.fleet import merged_config as merged
+
+    return merged([(p / "recon.toml").read_text() for p in parts])
 
 
 def ensure_grid_input(a, clusters: int, days: int) -> Path:

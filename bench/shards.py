@@ -58,12 +58,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench" / ".cache" / "shards"
 RESULTS = ROOT / "bench" / "results"
-SIM_CLUSTER = "sim-cluster"  # recon.simulate.world.CLUSTER
 UNASSIGNED = "__unassigned__"  # recon.shards.UNASSIGNED (not imported: the parent stays light)
-# the simulator's fixed account scenarios (one warm-pool pod, the balance, the account bill, the
-# serverless extras): one account's, so c0's copy only (tests/test_shards.py's EXTRAS)
-FIXED = {"warm-pool-watch.jsonl", "warm-pool-objects.json", "billing-pods-warm-pool.json",
-         "inventory-pods-warm-pool.json", "balance.json", "billing-account.json"}
 
 
 def _bench(name: str):
@@ -76,58 +71,25 @@ def _bench(name: str):
 
 
 def fixed_files() -> set[str]:
-    from recon.simulate import serverless_extras
-    return FIXED | set(serverless_extras.FILES)
+    """The simulator's fixed account scenarios: one account's, so c0's copy only."""
+    from recon.simulate.fleet import ACCOUNT_FILES
+    return set(ACCOUNT_FILES)
 
 
 # ----------------------------------------------------------------------------- data (cached)
 
 def ensure_cluster(a, k: int) -> Path:
-    """One simulated cluster `c<k>` over `a.days` days, renamed; cached with a .complete marker."""
-    out = a.cache / a.key / f"c{k}"
-    if (out / ".complete").exists():
-        return out
-    if out.exists():
-        shutil.rmtree(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    code = ("from datetime import date; from recon.simulate import simulate; "
-            f"simulate({str(out / 'sim')!r}, seed={a.seed + k}, days={a.days}, nodes={a.nodes}, "
-            f"endpoints={a.endpoints}, scale={a.scale}, start_day=date(2026, 6, 1))")
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
-    sim, name, fixed = out / "sim", f"c{k}", fixed_files()
-    dst = out / "k8s" / f"cluster={name}"
-    dst.mkdir(parents=True)
-    for p in sorted((sim / "k8s" / f"cluster={SIM_CLUSTER}").iterdir()):
-        if k and p.name in fixed:
-            continue
-        data = p.read_bytes()
-        for sep in (b":", b": "):  # a watch line's own `cluster` wins over its folder
-            data = data.replace(b'"cluster"' + sep + b'"' + SIM_CLUSTER.encode() + b'"',
-                                b'"cluster"' + sep + b'"' + name.encode() + b'"')
-        (dst / p.name).write_bytes(data)
-    rp = out / "runpod" / f"pull={name}"
-    rp.mkdir(parents=True)
-    for p in sorted((sim / "runpod").iterdir()):
-        if not (k and p.name in fixed):
-            shutil.move(str(p), rp / p.name)
-    shutil.move(str(sim / "recon.toml"), out / "recon.toml")
-    shutil.rmtree(sim)  # the ground truth is not an input
-    (out / ".complete").write_text(json.dumps({"simulate_seconds": time.perf_counter() - t0}))
-    return out
+    """One simulated cluster `c<k>` over `a.days` days, as bench/scaling.py makes it, its
+    Runpod files under `runpod/pull=c<k>/` (one account's pulls, side by side)."""
+    return _bench("scaling").ensure_cluster(a, k, a.days, out=a.cache / a.key / f"c{k}",
+                                            runpod="pull")
 
 
 def merged_config(parts: list[Path], shards: int) -> str:
-    """The first cluster's recon.toml plus every other cluster's serverless rates (the rate card
-    is otherwise the same; the serverless extras' endpoints are c0's only) and the shards."""
-    from recon.simulate import serverless_extras
-    texts = [(p / "recon.toml").read_text() for p in parts]
-    head = "[rates.serverless_per_second]\n"
-    extra = "".join(line + "\n" for t in texts[1:]
-                    for line in t.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
-                    if line.split(" = ")[0].strip('"') not in serverless_extras.ENDPOINTS)
-    table = "".join(f's{k} = ["c{k}"]\n' for k in range(shards))
-    return texts[0].replace(head, head + extra, 1) + "\n[shards]\n" + table
+    """The clusters' recon.toml files as one, with one shard per cluster (`s<k> = ["c<k>"]`)."""
+    from recon.simulate.fleet import merged_config as merged
+    return merged([(p / "recon.toml").read_text() for p in parts],
+                  {f"s{k}": [f"c{k}"] for k in range(shards)})
 
 
 def _link_tree(parts: list[Path], out: Path, keep=lambda rel: True) -> None:

@@ -31,6 +31,7 @@ from prefect.artifacts import acreate_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from recon.ingest.mirror import is_remote
+from recon.shards import UNASSIGNED
 
 try:  # run as `python flows/fleet_reconciliation.py` or imported as `flows.fleet_reconciliation`
     from flows.common import days_between, local_api_defaults, logger, parse_day
@@ -63,7 +64,7 @@ def plan_shards(landing_dir: str, config: str | None) -> list[str]:
                          f"recon.toml with [shards] that the parent and every child can read")
     cfg = find_config(Path(landing_dir), config)
     names = shard_names(cfg)
-    logger().info("shards: %s, then %s", ", ".join(names) or "(none named)", _unassigned())
+    logger().info("shards: %s, then %s", ", ".join(names) or "(none named)", UNASSIGNED)
     return names
 
 
@@ -102,12 +103,6 @@ async def check_deployment(deployment: str) -> None:
             raise ValueError(f"no deployment {deployment!r} on the Prefect API: deploy it "
                              f"(`prefect --no-prompt deploy --name shard`, prefect.yaml), or "
                              f"give deployment='' to run the children in this process") from None
-
-
-def _unassigned() -> str:
-    from recon.shards import UNASSIGNED
-
-    return UNASSIGNED
 
 
 def warehouse_of(warehouse_dir: str, shard: str) -> str:
@@ -284,7 +279,6 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
         await check_deployment(deployment)
     if pull_provider:
         pull_provider_window(landing, days[0], days[-1])
-    unassigned = _unassigned()
     warehouses = [warehouse_of(warehouse_dir, s) for s in names]
     if not is_remote(str(warehouse_dir)):
         Path(warehouse_dir).mkdir(parents=True, exist_ok=True)
@@ -300,12 +294,12 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
         children += named
         if err := _failed(named):
             raise err
-        last = await _run_child(deployment, unassigned, d, params(unassigned, d, warehouses),
+        last = await _run_child(deployment, UNASSIGNED, d, params(UNASSIGNED, d, warehouses),
                                 poll_seconds, child_timeout_seconds)
         children.append(last)
         if err := _failed([last]):
             raise err
-    tie = tie_out([*warehouses, warehouse_of(warehouse_dir, unassigned)], landing, config)
+    tie = tie_out([*warehouses, warehouse_of(warehouse_dir, UNASSIGNED)], landing, config)
     await acreate_markdown_artifact(render_fleet(days, children, tie), key=FLEET_SUMMARY_KEY,
                                     description=f"Fleet reconciliation for {days[0]}..{days[-1]} "
                                                 f"(UTC): the shards against the account's bill")
@@ -314,7 +308,7 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
     logger().info("tie-out ok: %s", "; ".join(
         f"{d['day']} {_cents(d['account_total'])} USD in {len(d['shards'])} shards"
         for d in tie["days"]))
-    return {"days": [d.isoformat() for d in days], "shards": [*names, unassigned],
+    return {"days": [d.isoformat() for d in days], "shards": [*names, UNASSIGNED],
             "children": children, "tieout": _jsonable(tie)}
 
 

@@ -34,7 +34,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 UNASSIGNED = "__unassigned__"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -44,8 +44,9 @@ RESOURCE_KEYS = ("resource_id", "pod_id", "endpoint_id", "volume_id")
 PASS_THROUGH = {"validation_results"}  # the gate's record of its own checks, not rows of the bill
 
 SHARD_DDL = (
-    "create table if not exists meta.shard (name varchar not null, clusters varchar not null, "
-    "named_clusters varchar not null, claims_from varchar, set_at timestamptz not null)",
+    # the shard this warehouse holds, and the claims its last run read (__unassigned__)
+    "create table if not exists meta.shard (name varchar not null, claims_from varchar, "
+    "set_at timestamptz not null)",
     "create table if not exists meta.shard_clusters (cluster varchar not null, shard varchar not null)",
     "create table if not exists meta.shard_claims (resource_id varchar not null, "
     "cluster varchar, node_name varchar)",
@@ -66,19 +67,14 @@ def check_name(cfg, shard: str) -> None:
                          f"(and {UNASSIGNED}, everything no shard owns)")
 
 
-def cluster_of_path(rel: str) -> str | None:
-    """The `cluster=<c>` folder of a file's path in the landing tree, if any."""
-    for part in PurePosixPath(rel).parts[:-1]:
-        if part.startswith("cluster="):
-            return part[len("cluster="):]
-    return None
-
-
 def keeps_path(cfg, shard: str, rel: str) -> bool:
     """Whether a shard lands this file: every file outside a `cluster=` folder (the provider's
     files are account-wide), and the `cluster=` folders of the shard's own clusters (for
-    `__unassigned__`, those of clusters no shard names)."""
-    c = cluster_of_path(rel)
+    `__unassigned__`, those of clusters no shard names). The folder is read as the loader reads
+    a row's cluster from it."""
+    from .ingest.reader import folder_cluster
+
+    c = folder_cluster(rel)
     if c is None:
         return True
     if shard == UNASSIGNED:
@@ -106,10 +102,12 @@ def prepare(con, cfg, shard: str | None) -> None:
         con.execute(stmt)
 
 
-def _claims_from(con, paths: list[str]) -> None:
+def _claims_from(con, paths: list[str]) -> set[str]:
     """The other shards' claims, from their warehouses (`.duckdb`) or the folders their marts
-    were published to (`<root>/shard_claims/shard=<s>/part-0.parquet`)."""
+    were published to (`<root>/shard_claims/shard=<s>/part-0.parquet`); the shards read (one
+    whose nodes claim nothing included)."""
     con.execute("delete from meta.shard_foreign_claims")
+    seen: set[str] = set()
     for p in paths:
         path = Path(p)
         if path.suffix == ".duckdb":
@@ -117,15 +115,12 @@ def _claims_from(con, paths: list[str]) -> None:
                 raise ValueError(f"claims: {p} is no warehouse file")
             con.execute(f"attach '{_sql_str(path)}' as shard_claims_src (read_only)")
             try:
-                has = con.execute(
-                    "select count(*) from duckdb_tables() where database_name = "
-                    "'shard_claims_src' and schema_name = 'meta' and table_name = 'shard'"
-                ).fetchone()[0]
-                name = has and con.execute("select name from shard_claims_src.meta.shard").fetchone()
-                if not name:
+                name = is_sharded(con, "shard_claims_src")
+                if name is None:
                     raise ValueError(f"claims: {p} holds no shard's run")
+                seen.add(name)
                 con.execute("insert into meta.shard_foreign_claims select distinct resource_id, "
-                            "?, ? from shard_claims_src.meta.shard_claims", [name[0], str(p)])
+                            "?, ? from shard_claims_src.meta.shard_claims", [name, str(p)])
             finally:
                 con.execute("detach shard_claims_src")
         elif path.is_dir():
@@ -134,26 +129,25 @@ def _claims_from(con, paths: list[str]) -> None:
                 raise ValueError(f"claims: {p} holds no shard_claims/shard=<name>/part-0.parquet "
                                  "(a shard's published marts)")
             for f in files:
+                seen.add(f.parent.name[len("shard="):])
                 con.execute("insert into meta.shard_foreign_claims select distinct resource_id, "
                             "?, ? from read_parquet(?)",
                             [f.parent.name[len("shard="):], str(f), str(f)])
         else:
             raise ValueError(f"claims: {p} is neither a shard's warehouse (.duckdb) nor a folder "
                              "of its published marts")
+    return seen
 
 
-def apply(con, cfg, shard: str | None, claims: list[str] | None) -> dict:
-    """After the build, in the run's transaction: record the shard, its clusters and its
-    claims; for `__unassigned__`, the other shards' claims. Returns a short account."""
+def apply(con, cfg, shard: str | None, claims: list[str] | None) -> None:
+    """After the build, in the run's transaction: record the shard, the config's shards'
+    clusters and this shard's claims; for `__unassigned__`, the other shards' claims."""
+    if claims and shard != UNASSIGNED:
+        raise ValueError("claims are read by the __unassigned__ shard only")
     if shard is None:
-        if claims:
-            raise ValueError("claims are read by the __unassigned__ shard only")
-        return {}
+        return
     con.execute("delete from meta.shard")
-    named = sorted(c for cs in cfg.shards.values() for c in cs)
-    own = sorted(cfg.shards.get(shard, ()))
-    con.execute("insert into meta.shard values (?, ?, ?, ?, now())",
-                [shard, json.dumps(own), json.dumps(named), json.dumps(claims or [])])
+    con.execute("insert into meta.shard values (?, ?, now())", [shard, json.dumps(claims or [])])
     con.execute("delete from meta.shard_clusters")
     for name, cs in cfg.shards.items():
         for c in cs:
@@ -171,35 +165,11 @@ def apply(con, cfg, shard: str | None, claims: list[str] | None) -> dict:
             raise ValueError(f"the {UNASSIGNED} shard owns what no other shard claims: give it "
                              f"the claims of shards {', '.join(shard_names(cfg))} (--claims: "
                              "their warehouse files or published marts folders)")
-        _claims_from(con, claims or [])
-        seen = {r[0] for r in con.execute(
-            "select distinct shard from meta.shard_foreign_claims").fetchall()}
-        missing = [s for s in shard_names(cfg)
-                   if s not in seen and not _empty_claims_named(con, s, claims or [])]
+        seen = _claims_from(con, claims or [])
+        missing = [s for s in shard_names(cfg) if s not in seen]
         if missing:
             raise ValueError(f"claims: no claims of shard(s) {', '.join(missing)} among "
                              f"{', '.join(claims or [])}; every named shard's claims are needed")
-    elif claims:
-        raise ValueError("claims are read by the __unassigned__ shard only")
-    n = con.execute("select count(*) from meta.shard_claims").fetchone()[0]
-    return {"shard": shard, "claims": n}
-
-
-def _empty_claims_named(con, shard: str, claims: list[str]) -> bool:
-    """A named shard whose clusters claim nothing leaves no claim rows: accept its source when
-    it was given (a warehouse of that shard, or a published claims file of it)."""
-    for p in claims:
-        path = Path(p)
-        if path.suffix == ".duckdb":
-            con.execute(f"attach '{_sql_str(path)}' as shard_claims_chk (read_only)")
-            try:
-                if con.execute("select name from shard_claims_chk.meta.shard").fetchone()[0] == shard:
-                    return True
-            finally:
-                con.execute("detach shard_claims_chk")
-        elif (path / "shard_claims" / f"shard={shard}" / "part-0.parquet").is_file():
-            return True
-    return False
 
 
 def _sql_str(p) -> str:
@@ -235,12 +205,15 @@ def owned_predicate(cols: list[str], shard: str, src: str = WHOLE) -> str:
     return resource
 
 
-def is_sharded(con) -> str | None:
-    """The shard a warehouse holds (None: an unsharded warehouse)."""
-    if not con.execute("select count(*) from duckdb_tables() where schema_name = 'meta' and "
-                       "table_name = 'shard'").fetchone()[0]:
+def is_sharded(con, catalog: str | None = None) -> str | None:
+    """The shard a warehouse holds (None: an unsharded warehouse): the connection's own, or the
+    attached `catalog`'s."""
+    catalog = catalog or con.execute("select current_database()").fetchone()[0]
+    if not con.execute("select count(*) from duckdb_tables() where database_name = ? and "
+                       "schema_name = 'meta' and table_name = 'shard'", [catalog]).fetchone()[0]:
         return None
-    row = con.execute("select name from meta.shard").fetchone()
+    quoted = '"' + catalog.replace('"', '""') + '"'
+    row = con.execute(f"select name from {quoted}.meta.shard").fetchone()
     return row[0] if row else None
 
 
@@ -271,10 +244,7 @@ def lens(path: str | Path, shard: str, configure) -> object:
 
 def lens_shard(con) -> str | None:
     """The shard a lens connection shows (None: any other connection)."""
-    if not _has_whole(con):
-        return None
-    row = con.execute(f"select name from {WHOLE}.meta.shard").fetchone()
-    return row[0] if row else None
+    return is_sharded(con, WHOLE) if _has_whole(con) else None
 
 
 # ----------------------------------------------------------------------------- the tie-out
@@ -317,8 +287,7 @@ def tieout(warehouses: list[str | Path], cfg=None) -> TieOut:
     for w in warehouses:
         con = connect(w, read_only=True)
         try:
-            name = con.execute(f"select name from {WHOLE}.meta.shard").fetchone()[0] \
-                if _has_whole(con) else None
+            name = lens_shard(con)
             if name is None:
                 raise ValueError(f"{w}: not a shard's warehouse (recon run --shard)")
             own = dict(con.execute(

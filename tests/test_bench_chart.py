@@ -3,22 +3,17 @@ daily flow timed as users run it)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.bench_modules import load
+
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+_load = load  # bench/<name>.py as a module
 
 
 def _run(medians: dict[str, float], total: str = "daily_total") -> dict:

@@ -9,24 +9,19 @@ Kubernetes records sum to the unsharded run's and each shard's provider records 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 import xml.etree.ElementTree as ET
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.bench_modules import load
+
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+_load = load  # bench/<name>.py as a module
 
 
 @pytest.fixture(scope="module")
@@ -168,9 +163,9 @@ def test_the_scaling_grid_keeps_the_account_scenarios_and_their_rates_in_c0_only
     import tomllib
 
     from recon.simulate import serverless_extras
+    from recon.simulate.fleet import ACCOUNT_FILES
     scaling = _load("scaling")
-    assert set(serverless_extras.FILES) <= scaling.EXTRAS
-    assert set(serverless_extras.ENDPOINTS) == set(scaling.EXTRA_ENDPOINTS)
+    assert set(serverless_extras.FILES) <= ACCOUNT_FILES
     parts = [bench["cache"] / bench["res"]["key"] / c for c in ("c0", "c1")]
     rates = tomllib.loads(scaling.merged_config(parts))["rates"]["serverless_per_second"]
     for c in parts:

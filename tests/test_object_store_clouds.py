@@ -31,11 +31,11 @@ import pytest
 from typer.testing import CliRunner
 
 from recon.cli import app
-from recon.db import connect
 from recon.ingest import mirror
 from recon.pipeline import run
 from recon.simulate import simulate
 from tests.fakes import azure_server, gcs_server
+from tests.test_object_store import query, rows
 
 BUCKET = "recon-landing"
 BROKEN = "k8s/cluster=sim-cluster/watch-pods-00.jsonl"  # its last line is no JSON (below)
@@ -113,18 +113,6 @@ def landed(store: Store, landing) -> tuple:
 def _upload(store: Store, root: Path, files: list[Path], prefix: str) -> None:
     for p in files:
         store.fake.put(BUCKET, prefix + p.relative_to(root).as_posix(), p.read_bytes())
-
-
-def rows(db: Path, mart: str) -> list[tuple]:
-    return query(db, f"select * from marts.{mart} order by all")
-
-
-def query(db: Path, sql: str) -> list[tuple]:
-    con = connect(db, read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_input_gives_the_marts_of_the_local_folder(tmp_path, store, landing):

@@ -33,7 +33,8 @@ import pytest
 from connectors.kubernetes import ClusterConfig, CollectorOptions, Counters
 from connectors.kubernetes.runner import run as run_collector
 from recon.pipeline import run
-from recon.simulate import serverless_extras, simulate
+from recon.simulate import simulate
+from recon.simulate.fleet import ACCOUNT_FILES, merged_config
 from tests.fakes.k8s_api import FakeKubeAPI
 
 DAY1, DAY2 = date(2026, 6, 1), date(2026, 6, 2)
@@ -45,9 +46,7 @@ STORES = {"Pod": "pods", "Node": "nodes", "Event": "events", "ScaledJob": "scale
 RESOURCES = ["pods", "events", "nodes", "scaledjobs", "scaledobjects"]
 # the simulator's fixed warm-pool scenario (one Runpod pod id, one balance): keep it in one
 # cluster only, so the two clusters share no billed resource
-EXTRAS = {"warm-pool-watch.jsonl", "warm-pool-objects.json", "billing-pods-warm-pool.json",
-          "inventory-pods-warm-pool.json", "balance.json", "billing-account.json",
-          *serverless_extras.FILES}
+EXTRAS = ACCOUNT_FILES
 MARTS = ("workload_lifecycle", "resource_day", "billed_segments", "findings", "allocation",
          "settlement", "rates")
 DAY_MARTS = MARTS[1:]  # one row per day; workload_lifecycle is one row per pod, rebuilt each run
@@ -94,15 +93,8 @@ def _history(k8s_dir: Path) -> list[tuple[str, str, str, dict]]:
 
 
 def _merged_config(worlds: dict[str, Path]) -> str:
-    """One recon.toml for both worlds: the first world's file plus the other's serverless rates
-    (same sample rate card otherwise)."""
-    texts = [(w / "recon.toml").read_text() for w in worlds.values()]
-    head = "[rates.serverless_per_second]\n"
-    # (the fixed serverless scenario's endpoints are the first world's only, as its files are)
-    extra = "".join(line + "\n" for t in texts[1:]
-                    for line in t.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
-                    if line.split(" = ")[0].strip('"') not in serverless_extras.ENDPOINTS)
-    return texts[0].replace(head, head + extra, 1)
+    """One recon.toml for both worlds (recon.simulate.fleet.merged_config)."""
+    return merged_config([(w / "recon.toml").read_text() for w in worlds.values()])
 
 
 @pytest.fixture(scope="module")

@@ -23,46 +23,24 @@ from recon.config import load_config
 from recon.db import connect
 from recon.outputs.publish import publish
 from recon.pipeline import run
-from recon.simulate import serverless_extras, simulate
+from recon.simulate import simulate
+from recon.simulate.fleet import merged_config, place_cluster
 
 CLUSTERS = ("c0", "c1", "c2")
-SHARDS_TOML = '\n[shards]\na = ["c0"]\nb = ["c1"]\n'
-# the simulator's fixed scenarios (one warm-pool pod, one balance, the serverless extras) are one
-# account's: the first cluster's files carry them, the others' are dropped
-EXTRAS = {"warm-pool-watch.jsonl", "warm-pool-objects.json", "billing-pods-warm-pool.json",
-          "inventory-pods-warm-pool.json", "balance.json", "billing-account.json",
-          *serverless_extras.FILES}
+SHARDS = {"a": ["c0"], "b": ["c1"]}
 
 
 def _fleet(root: Path) -> Path:
     """Three simulated clusters (seeds 7, 8, 9: disjoint Runpod pods) in the collector's layout
     `k8s/cluster=<c>/`, their Runpod files side by side under `runpod/` as one account's pulls."""
     tree = root / "tree"
-    rates = []
+    configs = []
     for k, name in enumerate(CLUSTERS):
         sim = root / f"sim{k}"
         simulate(sim, seed=7 + k, days=1, nodes=3, endpoints=1)
-        dst = tree / "k8s" / f"cluster={name}"
-        dst.mkdir(parents=True)
-        for p in sorted((sim / "k8s" / "cluster=sim-cluster").iterdir()):
-            if k and p.name in EXTRAS:
-                continue
-            data = p.read_bytes()
-            for sep in (b":", b": "):  # a watch line's own `cluster` wins over its folder
-                data = data.replace(b'"cluster"' + sep + b'"sim-cluster"',
-                                    b'"cluster"' + sep + b'"' + name.encode() + b'"')
-            (dst / p.name).write_bytes(data)
-        rp = tree / "runpod" / f"pull={name}"
-        rp.mkdir(parents=True)
-        for p in sorted((sim / "runpod").iterdir()):
-            if not (k and p.name in EXTRAS):
-                shutil.copy(p, rp / p.name)
-        rates.append((sim / "recon.toml").read_text())
-    head = "[rates.serverless_per_second]\n"
-    extra = "".join(line + "\n" for t in rates[1:]
-                    for line in t.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
-                    if line.split(" = ")[0].strip('"') not in serverless_extras.ENDPOINTS)
-    (tree / "recon.toml").write_text(rates[0].replace(head, head + extra, 1) + SHARDS_TOML)
+        place_cluster(sim, tree, name, first=k == 0, runpod=tree / "runpod" / f"pull={name}")
+        configs.append((sim / "recon.toml").read_text())
+    (tree / "recon.toml").write_text(merged_config(configs, SHARDS))
     return tree
 
 
@@ -201,12 +179,14 @@ def test_unassigned_reads_the_claims_from_published_marts_and_publishes_by_shard
 
 def test_a_warehouse_holds_one_shard_and_unassigned_needs_the_others_claims(fleet, tmp_path):
     tree = fleet["tree"]
+    run(tree, tmp_path / "x.duckdb", shard="a")
     with pytest.raises(ValueError, match="holds shard 'a'; shard 'b' needs a warehouse of its own"):
-        run(tree, tmp_path / "x.duckdb", shard="a") and run(tree, tmp_path / "x.duckdb", shard="b")
+        run(tree, tmp_path / "x.duckdb", shard="b")
     with pytest.raises(ValueError, match="holds shard 'a'; an unsharded run"):
         run(tree, tmp_path / "x.duckdb")
+    run(tree, tmp_path / "y.duckdb")
     with pytest.raises(ValueError, match="holds an unsharded run; shard 'a'"):
-        run(tree, tmp_path / "y.duckdb") and run(tree, tmp_path / "y.duckdb", shard="a")
+        run(tree, tmp_path / "y.duckdb", shard="a")
     with pytest.raises(ValueError, match="give it the claims of shards a, b"):
         run(tree, tmp_path / "z.duckdb", shard=shards.UNASSIGNED)
     with pytest.raises(ValueError, match="no claims of shard\\(s\\) b"):

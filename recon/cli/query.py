@@ -63,16 +63,14 @@ def _open_isolated(db: Path):
         con.close()
         locked = busy(e, db)
         _fail(str(locked) if locked is not None else f"{db}: {e}", code=1 if locked else 2)
-    shard = con.execute(
-        "select count(*) from duckdb_tables() where database_name = ? and schema_name = 'meta' "
-        "and table_name = 'shard'", [name]).fetchone()[0] and con.execute(
-        f"select name from {quoted}.meta.shard").fetchone()
-    if shard:  # a shard's warehouse: marts.* are its own rows, whole.* the account's
+    from ..shards import is_sharded, lens
+
+    shard = is_sharded(con, name)
+    if shard is not None:  # a shard's warehouse: marts.* are its own rows, whole.* the account's
         from ..db import _configure
-        from ..shards import lens
 
         con.close()
-        return lens(db, shard[0], _configure)
+        return lens(db, shard, _configure)
     con.execute(f"use {quoted}")
     return con
 

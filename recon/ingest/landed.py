@@ -17,17 +17,16 @@ differ by the cluster their folder gives them, so neither is a copy of the other
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
+from .reader import folder_cluster
+
 DUPLICATE = "duplicate"
-CLUSTER_FOLDER = re.compile(r"cluster=([^/\\]+)")  # as recon/ingest/reader.py reads it
 
 
 def _key(digest: str | None, name: str) -> tuple[str | None, str | None]:
     """A content's identity: its sha256 within the `cluster=` folder of the file's name."""
-    m = CLUSTER_FOLDER.search(name)
-    return digest, m.group(1) if m else None
+    return digest, folder_cluster(name)
 
 
 class LandedFiles:

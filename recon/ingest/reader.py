@@ -145,11 +145,16 @@ def _has_surrogate(text: str) -> bool:
     return False
 
 
+def folder_cluster(path: str) -> str | None:
+    """The cluster a file's `cluster=<c>` folder names, if any."""
+    m = CLUSTER_RE.search(path)
+    return m.group(1) if m else None
+
+
 def _cluster_of(path: str, line_cluster) -> str:
     if isinstance(line_cluster, str) and line_cluster:
         return line_cluster
-    m = CLUSTER_RE.search(path)
-    return m.group(1) if m else "default"
+    return folder_cluster(path) or "default"
 
 
 def _k8s(res: FileResult, obj, locator: str, n: int, event_type: str, cluster: str, seen_at=None):

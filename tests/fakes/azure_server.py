@@ -27,7 +27,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -35,7 +34,7 @@ from contextlib import contextmanager
 from email.utils import formatdate
 from pathlib import Path
 
-from tests.fakes.fault_proxy import FaultProxy
+from tests.fakes.fault_proxy import BehindProxy, FaultProxy, emulator, free_port
 
 HERE = Path(__file__).parent / "azurite"
 ACCOUNT = "reconacct"
@@ -63,43 +62,21 @@ def install() -> Path:
     return binary
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def azurite(workdir: Path) -> Iterator[int]:
     """An Azurite blob service on 127.0.0.1, its blobs and log in `workdir`: its port."""
     binary = install()
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, AZURITE_ACCOUNTS=f"{ACCOUNT}:{KEY}")
-    workdir.mkdir(parents=True, exist_ok=True)
-    with open(workdir / "azurite.log", "wb") as log:
-        proc = subprocess.Popen(
-            [str(binary), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location",
-             str(workdir), "--skipApiVersionCheck", "--loose", "--disableTelemetry", "--silent"],
-            stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("Azurite did not start: "
-                                       + (workdir / "azurite.log").read_text()[-2000:]) from None
-                time.sleep(0.1)
+
+    def listening() -> None:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+    with emulator("Azurite", [str(binary), "--blobHost", "127.0.0.1", "--blobPort", str(port),
+                              "--location", str(workdir), "--skipApiVersionCheck", "--loose",
+                              "--disableTelemetry", "--silent"],
+                  workdir / "azurite.log", listening, env=env):
         yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @contextmanager
@@ -121,7 +98,7 @@ def fake_azure(mp, workdir: Path, containers: tuple[str, ...] = ()) -> Iterator[
             fake.proxy.close()
 
 
-class FakeAzure:
+class FakeAzure(BehindProxy):
     def __init__(self, port: int) -> None:
         self.port = port
         self.direct = f"http://127.0.0.1:{port}/{ACCOUNT}"  # Azurite itself, for setting up
@@ -177,17 +154,3 @@ class FakeAzure:
         import obstore
 
         obstore.delete(self.store(container), key)
-
-    # ------------------------------------------------------------------ the proxy's
-    @property
-    def seen(self) -> list[tuple[str, str, str, int]]:
-        return self.proxy.seen
-
-    def fail(self, *args, **kwargs) -> None:
-        self.proxy.fail(*args, **kwargs)
-
-    def clear(self) -> None:
-        self.proxy.clear()
-
-    def count(self, op: str, status: int | None = None) -> int:
-        return self.proxy.count(op, status)

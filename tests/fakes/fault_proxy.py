@@ -24,9 +24,15 @@ request would.
 from __future__ import annotations
 
 import http.client
+import socket
+import subprocess
 import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
@@ -152,3 +158,59 @@ class FaultProxy:
                 h.wfile.write(data)
         finally:
             conn.close()
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 for an emulator to listen on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def emulator(name: str, cmd: list[str], log_path: Path, ready: Callable[[], object],
+             env: dict | None = None, within: float = 30) -> Iterator[subprocess.Popen]:
+    """An emulator's process, its output in `log_path`, yielded once `ready()` stops raising
+    OSError (a connection refused: not listening yet), stopped after."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                ready()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} did not start: "
+                                       + log_path.read_text()[-2000:]) from None
+                time.sleep(0.1)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class BehindProxy:
+    """An emulator's fake with `self.proxy` (a FaultProxy) in front: what the proxy saw, and
+    the faults it is to answer with, asked of the fake."""
+
+    proxy: FaultProxy
+
+    @property
+    def seen(self) -> list[tuple[str, str, str, int]]:
+        return self.proxy.seen
+
+    def fail(self, *args, **kwargs) -> None:
+        self.proxy.fail(*args, **kwargs)
+
+    def clear(self) -> None:
+        self.proxy.clear()
+
+    def count(self, op: str, status: int | None = None) -> int:
+        return self.proxy.count(op, status)

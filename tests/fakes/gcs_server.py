@@ -26,16 +26,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from tests.fakes.fault_proxy import FaultProxy
+from tests.fakes.fault_proxy import BehindProxy, FaultProxy, emulator, free_port
 
 TOKEN = "PLANTED-gcs-bearer-token-0123456789"
 
@@ -46,43 +43,21 @@ def binary() -> Path:
     return _get_binary_path()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def fake_gcs_server(workdir: Path) -> Iterator[int]:
     """fake-gcs-server on 127.0.0.1 over HTTP, objects in memory, its log in `workdir`."""
-    port = _free_port()
-    workdir.mkdir(parents=True, exist_ok=True)
-    with open(workdir / "fake-gcs-server.log", "wb") as log:
-        # -public-host: the Host the XML API's requests carry (the proxy sends this one)
-        proc = subprocess.Popen(
-            [str(binary()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port),
-             "-backend", "memory", "-public-host", f"127.0.0.1:{port}",
-             "-external-url", f"http://127.0.0.1:{port}", "-log-level", "warn"],
-            stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/storage/v1/b", timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("fake-gcs-server did not start: " + (
-                        workdir / "fake-gcs-server.log").read_text()[-2000:]) from None
-                time.sleep(0.1)
+    port = free_port()
+
+    def answering() -> None:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/storage/v1/b", timeout=1).close()
+
+    # -public-host: the Host the XML API's requests carry (the proxy sends this one)
+    with emulator("fake-gcs-server",
+                  [str(binary()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port),
+                   "-backend", "memory", "-public-host", f"127.0.0.1:{port}",
+                   "-external-url", f"http://127.0.0.1:{port}", "-log-level", "warn"],
+                  workdir / "fake-gcs-server.log", answering):
         yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @contextmanager
@@ -104,7 +79,7 @@ def fake_gcs(mp, workdir: Path, buckets: tuple[str, ...] = ()) -> Iterator[FakeG
             fake.proxy.close()
 
 
-class FakeGCS:
+class FakeGCS(BehindProxy):
     def __init__(self, port: int) -> None:
         self.direct = f"http://127.0.0.1:{port}"  # fake-gcs-server itself, for setting up
         self.proxy = FaultProxy("127.0.0.1", port)
@@ -127,17 +102,3 @@ class FakeGCS:
 
     def delete(self, bucket: str, key: str) -> None:
         self._call("DELETE", f"/storage/v1/b/{bucket}/o/{quote(key, safe='')}")
-
-    # ------------------------------------------------------------------ the proxy's
-    @property
-    def seen(self) -> list[tuple[str, str, str, int]]:
-        return self.proxy.seen
-
-    def fail(self, *args, **kwargs) -> None:
-        self.proxy.fail(*args, **kwargs)
-
-    def clear(self) -> None:
-        self.proxy.clear()
-
-    def count(self, op: str, status: int | None = None) -> int:
-        return self.proxy.count(op, status)

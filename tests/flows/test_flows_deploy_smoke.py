@@ -7,46 +7,25 @@ skips it locally; CI runs it. Everything listens on 127.0.0.1 only.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-PREFECT = [sys.executable, "-m", "prefect"]
+from tests.fakes.fault_proxy import free_port
+from tests.flows.prefect_server import (
+    PREFECT,
+    REPO,
+    TERMINAL,
+    environments,
+    start_server,
+    stop,
+    tail,
+)
+
 DAY = "2026-06-01"
-TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def tail(path: Path, n: int = 40) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-n:]) if path.exists() else ""
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM the process group we started (server or worker and its flow-run children)."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    except ProcessLookupError:
-        pass
 
 
 @pytest.mark.slow
@@ -59,11 +38,7 @@ def test_deploy_and_run_the_daily_deployment_with_a_process_worker(tmp_path):
     home.mkdir()
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(PREFECT_HOME=str(home), DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               PREFECT_UI_ENABLED="false")
-    cli_env = {**env, "PREFECT_API_URL": api, "PREFECT_WORKER_QUERY_SECONDS": "2",
-               "PREFECT_WORKER_PREFETCH_SECONDS": "5"}
+    env, cli_env = environments(home, api, query_seconds=2)
     server_log, worker_log = tmp_path / "server.log", tmp_path / "worker.log"
     procs: list[subprocess.Popen] = []
 
@@ -74,21 +49,7 @@ def test_deploy_and_run_the_daily_deployment_with_a_process_worker(tmp_path):
         return r.stdout
 
     try:
-        with server_log.open("w") as log:
-            procs.append(subprocess.Popen(
-                [*PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True))
-        deadline = time.monotonic() + 120
-        while True:
-            assert procs[0].poll() is None, f"server exited:\n{tail(server_log)}"
-            try:
-                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, f"server not healthy:\n{tail(server_log)}"
-            time.sleep(1)
+        procs.append(start_server(port, env, tmp_path, server_log, poll=1))
 
         cli("work-pool", "create", "recon-process", "--type", "process")
         out = cli("--no-prompt", "deploy", "--all", timeout=180)

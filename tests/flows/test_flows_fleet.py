@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
-import sys
 import time
 from datetime import date, datetime
 from decimal import Decimal
@@ -30,22 +28,29 @@ from pathlib import Path
 import httpx
 import pytest
 
-from recon.simulate import serverless_extras, simulate
+from recon.shards import UNASSIGNED
+from recon.simulate import simulate
+from recon.simulate.fleet import ACCOUNT_BILL as ACCOUNT
+from recon.simulate.fleet import ACCOUNT_FILES, merged_config, place_cluster
+from tests.fakes.fault_proxy import free_port
 from tests.flows.duck import q
+from tests.flows.prefect_server import (
+    PREFECT,
+    REPO,
+    TERMINAL,
+    environments,
+    start_server,
+    stop,
+    tail,
+)
 
-REPO = Path(__file__).resolve().parents[2]
-PREFECT = [sys.executable, "-m", "prefect"]
 DAY = "2026-06-01"
-TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
-SIM_CLUSTER = "sim-cluster"  # recon.simulate.world.CLUSTER
 CLUSTERS = {"gpu-eu": 7, "gpu-us": 8, "gpu-us2": 9}
 SHARDS = {"eu": ["gpu-eu"], "us": ["gpu-us", "gpu-us2"]}
-UNASSIGNED = "__unassigned__"
-# the simulator's fixed scenarios (one warm-pool pod, one balance, the serverless extras) are
-# written identically by every world: the first world keeps them
-EXTRAS = {"warm-pool-watch.jsonl", "warm-pool-objects.json", "billing-pods-warm-pool.json",
-          "inventory-pods-warm-pool.json", "balance.json", *serverless_extras.FILES}
-ACCOUNT = "billing-account.json"  # the account's own hourly totals (/v2/billing)
+
+# the simulator's fixed scenarios the first world keeps; the account's hourly totals are rebuilt
+# from every world's instead (_account_bill)
+EXTRAS = ACCOUNT_FILES - {ACCOUNT}
 
 
 # ------------------------------------------------------------------------------------ the fleet
@@ -97,8 +102,8 @@ def _account_bill(sims: list[Path]) -> dict:
 
 
 def build_fleet(root: Path) -> Path:
-    """The landing tree: k8s/cluster=<c>/ per cluster (the simulator's cluster renamed, as
-    bench/scaling.py does: the folder and each watch line's own `cluster`), runpod/ shared."""
+    """The landing tree: k8s/cluster=<c>/ per cluster (recon.simulate.fleet), runpod/ shared:
+    one account's files, each the worlds' records together."""
     fleet = root / "fleet"
     (fleet / "runpod").mkdir(parents=True)
     configs, sims = [], []
@@ -106,62 +111,17 @@ def build_fleet(root: Path) -> Path:
         sim = root / f"sim-{name}"
         simulate(sim, seed=seed, days=1, nodes=2, endpoints=1, start_day=date(2026, 6, 1))
         sims.append(sim)
-        dst = fleet / "k8s" / f"cluster={name}"
-        dst.mkdir(parents=True)
-        for p in sorted((sim / "k8s" / f"cluster={SIM_CLUSTER}").iterdir()):
-            if i and p.name in EXTRAS:
-                continue
-            data = p.read_bytes()
-            if p.suffix == ".jsonl":  # a line's own `cluster` wins over the folder
-                for old in (b'"cluster":"%s"' % SIM_CLUSTER.encode(),
-                            b'"cluster": "%s"' % SIM_CLUSTER.encode()):
-                    data = data.replace(old, old.replace(SIM_CLUSTER.encode(), name.encode()))
-            (dst / p.name).write_bytes(data)
+        place_cluster(sim, fleet, name, first=i == 0)
         for p in sorted((sim / "runpod").iterdir()):
             if not (i and p.name in EXTRAS) and p.name != ACCOUNT:
                 _merge_provider_file(fleet / "runpod" / p.name, p)
         configs.append((sim / "recon.toml").read_text())
     (fleet / "runpod" / ACCOUNT).write_text(json.dumps(_account_bill(sims), indent=1))
-    # one recon.toml: the first world's, plus the other worlds' serverless endpoints' rates
-    # (the sample rate card is otherwise the same), plus the shards
-    head = "[rates.serverless_per_second]\n"
-    extra = "".join(line + "\n" for t in configs[1:]
-                    for line in t.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
-                    if line.split(" = ")[0].strip('"') not in serverless_extras.ENDPOINTS)
-    shards = "\n[shards]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in SHARDS.items())
-    (fleet / "recon.toml").write_text(configs[0].replace(head, head + extra, 1) + shards)
+    (fleet / "recon.toml").write_text(merged_config(configs, SHARDS))
     return fleet
 
 
 # ------------------------------------------------------------------------- server and worker
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _tail(path: Path, n: int = 60) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-n:]) if path.exists() else ""
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM the process group we started (server or worker and its flow-run children)."""
-    import signal
-
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    except ProcessLookupError:
-        pass
-
 
 def own_billed(db: Path) -> Decimal:
     """A shard's own billed amount on DAY: `marts.resource_day` as a read-only connection to
@@ -199,13 +159,9 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
     (broken / "shards" / "us.duckdb").mkdir(parents=True)  # a folder: DuckDB cannot open it
     home = tmp_path / "prefect-home"
     home.mkdir()
-    port = _free_port()
+    port = free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(PREFECT_HOME=str(home), DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               PREFECT_UI_ENABLED="false")
-    cli_env = {**env, "PREFECT_API_URL": api, "PREFECT_WORKER_QUERY_SECONDS": "1",
-               "PREFECT_WORKER_PREFETCH_SECONDS": "5"}
+    env, cli_env = environments(home, api, query_seconds=1)
     server_log, worker_log = tmp_path / "server.log", tmp_path / "worker.log"
     procs: list[subprocess.Popen] = []
 
@@ -233,21 +189,7 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
                           json={"flow_runs": flow_runs}).json()
 
     try:
-        with server_log.open("w") as log:
-            procs.append(subprocess.Popen(
-                [*PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True))
-        deadline = time.monotonic() + 120
-        while True:
-            assert procs[0].poll() is None, f"server exited:\n{_tail(server_log)}"
-            try:
-                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, f"server not healthy:\n{_tail(server_log)}"
-            time.sleep(0.5)
+        procs.append(start_server(port, env, tmp_path, server_log))
         mark("server healthy")
 
         cli("work-pool", "create", "recon-process", "--type", "process")
@@ -321,11 +263,11 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
             if state["type"] in TERMINAL:
                 break
             assert time.monotonic() < deadline, (
-                f"parent still running after 240 s: {state}\nworker:\n{_tail(worker_log)}")
+                f"parent still running after 240 s: {state}\nworker:\n{tail(worker_log)}")
             time.sleep(1)
         mark("parent ended")
         wall = time.monotonic() - t_start
-        assert state["type"] == "COMPLETED", f"{state}\nworker:\n{_tail(worker_log, 120)}"
+        assert state["type"] == "COMPLETED", f"{state}\nworker:\n{tail(worker_log, 120)}"
 
         # the children: one per shard, the named ones overlapping, __unassigned__ after both
         kids = {r["parameters"]["shard"]: r for r in runs(parent_flow_run_id={"any_": [good_id]})}
@@ -362,7 +304,7 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
         assert dict(lake) == per_shard, (lake, per_shard)
     finally:
         for p in reversed(procs):
-            _stop(p)
+            stop(p)
 
 
 def test_a_tie_out_off_by_a_cent_fails_naming_the_day_the_shards_and_the_amounts(tmp_path):

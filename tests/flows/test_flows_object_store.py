@@ -21,7 +21,9 @@ def s3(monkeypatch):
         yield fake
 
 
-def test_the_daily_build_downloads_the_prefix_and_lands_it(s3, tmp_path, caplog, monkeypatch):
+def _daily_build(fake, url: str, tmp_path, caplog, monkeypatch) -> tuple[dict, list]:
+    """A simulated day put under `url`'s prefix through `fake`, then the daily flow's build task
+    on `url` with the flows logger captured: (the task's result, the objects put)."""
     from flows.daily_reconciliation import build_marts
     from recon.simulate import simulate
 
@@ -29,8 +31,7 @@ def test_the_daily_build_downloads_the_prefix_and_lands_it(s3, tmp_path, caplog,
     simulate(root, seed=5, days=1, nodes=2)
     objects = sorted(p for p in root.rglob("*") if p.is_file())
     for p in objects:
-        s3.put(BUCKET, "landing/" + p.relative_to(root).as_posix(), p.read_bytes())
-    db = tmp_path / "w.duckdb"
+        fake.put(BUCKET, "landing/" + p.relative_to(root).as_posix(), p.read_bytes())
     caplog.set_level(logging.INFO)
     # Prefect may re-run its logging dictConfig (replacing the root handlers caplog relies on),
     # so listen on the flows logger itself (as tests/flows/test_flows_tasks.py does)
@@ -38,9 +39,14 @@ def test_the_daily_build_downloads_the_prefix_and_lands_it(s3, tmp_path, caplog,
     flows_log.addHandler(caplog.handler)
     monkeypatch.setattr(flows_log, "disabled", False)
     try:
-        out = build_marts.fn(f"s3://{BUCKET}/landing", str(db), date(2026, 6, 1))
+        out = build_marts.fn(url, str(tmp_path / "w.duckdb"), date(2026, 6, 1))
     finally:
         flows_log.removeHandler(caplog.handler)
+    return out, objects
+
+
+def test_the_daily_build_downloads_the_prefix_and_lands_it(s3, tmp_path, caplog, monkeypatch):
+    out, objects = _daily_build(s3, f"s3://{BUCKET}/landing", tmp_path, caplog, monkeypatch)
     # landed: every object but the loader's exceptions (a name starting with "." and
     # recon.toml, read as the config: recon/ingest/land.py, input_files)
     landed = [p for p in objects if not p.name.startswith(".") and p.name != "recon.toml"]
@@ -68,24 +74,9 @@ def cloud(request, monkeypatch, tmp_path_factory):
 
 def test_the_daily_build_reads_an_azure_or_gcs_landing_area(cloud, tmp_path, caplog,
                                                             monkeypatch):
-    from flows.daily_reconciliation import build_marts
-    from recon.simulate import simulate
-
     scheme, fake, secret = cloud
-    root = tmp_path / "in"
-    simulate(root, seed=5, days=1, nodes=2)
-    objects = sorted(p for p in root.rglob("*") if p.is_file())
-    for p in objects:
-        fake.put(BUCKET, "landing/" + p.relative_to(root).as_posix(), p.read_bytes())
-    db = tmp_path / "w.duckdb"
-    caplog.set_level(logging.INFO)
-    flows_log = logging.getLogger("flows")  # (as the s3:// test above listens)
-    flows_log.addHandler(caplog.handler)
-    monkeypatch.setattr(flows_log, "disabled", False)
-    try:
-        out = build_marts.fn(f"{scheme}://{BUCKET}/landing", str(db), date(2026, 6, 1))
-    finally:
-        flows_log.removeHandler(caplog.handler)
+    out, objects = _daily_build(fake, f"{scheme}://{BUCKET}/landing", tmp_path, caplog,
+                                monkeypatch)
     landed = [p for p in objects if not p.name.startswith(".") and p.name != "recon.toml"]
     assert out["files"] == len(landed) and out["loaded"] > 0
     assert (f"{scheme}://{BUCKET}/landing/: {len(objects)} object(s) listed, {len(objects)} "
