@@ -41,7 +41,9 @@ def place_cluster(sim: Path, tree: Path, name: str, first: bool,
     if runpod is not None:
         runpod.mkdir(parents=True, exist_ok=True)
         for p in sorted((sim / "runpod").iterdir()):
-            if first or p.name not in ACCOUNT_FILES:
+            if p.is_dir():  # an endpoint's saved workers (serverless/<id>/workers.jsonl)
+                shutil.copytree(p, runpod / p.name, dirs_exist_ok=True)
+            elif first or p.name not in ACCOUNT_FILES:
                 shutil.copyfile(p, runpod / p.name)
 
 
