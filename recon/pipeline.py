@@ -45,6 +45,17 @@ class RunResult:
     # an s3://, gs:// or az:// input: what its mirror into the cache folder listed, downloaded and removed
     # (recon.ingest.mirror.MirrorResult); None for a local folder
     mirror: object | None = None
+    # a routed shard's rows taken from the account's warehouse (recon.shards.take_account)
+    taken: dict | None = None
+    land_only: bool = False
+
+
+def _count(res: RunResult, results: list) -> None:
+    for r in results:
+        res.records_in += r.records_in
+        res.loaded += r.loaded
+        res.quarantined += r.quarantined
+        res.skipped += r.skipped
 
 
 def find_config(input_dir: Path, config: str | Path | None) -> Config:
@@ -130,7 +141,8 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         day_from: date | None = None, day_to: date | None = None, progress=None,
         validate: bool = False, settle_seconds: float = 0, prefetch_gate: bool = False,
         on_stage=None, cache_dir: str | Path | None = None, on_download=None,
-        shard: str | None = None, claims: list[str] | None = None) -> RunResult:
+        shard: str | None = None, claims: list[str] | None = None,
+        account: str | Path | None = None, land_only: bool = False) -> RunResult:
     """Land `input_dir` into `db`, rebuild every model, return the accounting and the summary.
 
     `input_dir` may be `s3://BUCKET/PREFIX`, `gs://BUCKET/PREFIX` or `az://CONTAINER/PREFIX`: its objects are first mirrored into a cache folder
@@ -147,7 +159,12 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
     With `shard` (a name of the config's `[shards]`, or `__unassigned__`), only that shard's
     clusters' Kubernetes files land and the warehouse's readers see the shard's own rows
     (recon/shards.py); `claims` (the `__unassigned__` shard only): the named shards'
-    warehouses or published marts folders.
+    warehouses or published marts folders. `account` (a named shard only): the
+    `__unassigned__` shard's warehouse, landed first (`land_only`); the shard then lands only
+    its clusters' files and takes its rows of the provider's files from it
+    (`recon.shards.take_account`), so that its cost follows its own resources. `land_only`:
+    land and commit, build nothing (the account's landing, which the named shards take from;
+    its build follows with their claims).
     `progress(i, n, file)` is called as each file lands; `on_stage(text)` as each other stage
     starts: "downloading" (an object store's input), "building staging", "building intermediate", …, "writing the warehouse",
     "validating".
@@ -167,6 +184,9 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         shards.check_name(cfg, shard)
     if shard is not None and not db:
         raise ValueError("a shard runs into a warehouse file of its own (db)")
+    if account is not None and shard in (None, shards.UNASSIGNED):
+        raise ValueError(f"account: only a named shard takes its provider rows from the "
+                         f"account's warehouse (the {shards.UNASSIGNED} shard's)")
     stage = on_stage or (lambda text: None)
     layer_now: list[str] = []
 
@@ -194,16 +214,29 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
         con.execute("begin transaction")
         try:
             shards.prepare(con, cfg, shard)
-            keep = None if shard is None else partial(shards.keeps_path, cfg, shard)
+            keep = None if shard is None else partial(shards.keeps_path, cfg, shard,
+                                                      routed=account is not None)
             results = load_folder(con, input_dir, progress=progress, transaction=False,
                                   settle_seconds=settle_seconds, limits=cfg.landing,
                                   source_root=got.url if got is not None else None, keep=keep)
+            taken = None
+            if account is not None:
+                stage("taking the shard's rows from the account's warehouse")
+                taken = shards.take_account(con, cfg, shard, account)
             timings["load"] = time.perf_counter() - t0
+            if land_only:
+                con.execute("commit")
+                res = RunResult(db=str(db) if db else ":memory:", files=results,
+                                timings=timings, mirror=got, land_only=True)
+                _count(res, results)
+                return res
             t1 = time.perf_counter()
             write_config(con, cfg, day_from, day_to)
             timings["config"] = time.perf_counter() - t1
             build(con, timings, transaction=False, on_model=on_model)
             shards.apply(con, cfg, shard, claims)
+            if account is not None:
+                shards.check_candidates(con, shard)
             if validate or prefetch_gate:
                 from .gate.gx import prefetch_gx
 
@@ -216,12 +249,8 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
             con.execute("rollback")
             raise
         res = RunResult(db=str(db) if db else ":memory:", files=results, timings=timings,
-                        mirror=got)
-        for r in results:
-            res.records_in += r.records_in
-            res.loaded += r.loaded
-            res.quarantined += r.quarantined
-            res.skipped += r.skipped
+                        mirror=got, taken=taken)
+        _count(res, results)
         res.staging_quarantined_by_file = dict(con.execute(
             "select source_file, count(*) from staging.quarantine group by all").fetchall())
         res.staging_quarantined = sum(res.staging_quarantined_by_file.values())

@@ -52,7 +52,15 @@ SHARD_DDL = (
     "cluster varchar, node_name varchar)",
     "create table if not exists meta.shard_foreign_claims (resource_id varchar not null, "
     "shard varchar not null, source varchar not null)",
+    # a named shard that takes its provider rows from the account's warehouse (`account`): the
+    # ids its nodes may claim, and which of the account's files it holds rows of
+    "create table if not exists meta.shard_candidates (resource_id varchar primary key)",
+    "create table if not exists meta.shard_imports (source_file varchar primary key, "
+    "sha256 varchar not null, account_sha256 varchar, records bigint not null)",
 )
+ACCOUNT = "recon_account"  # the account's warehouse, attached read-only during an import
+IMPORTED = "imported"  # raw.files.skip_reason's prefix for a file imported from the account
+
 
 
 def shard_names(cfg) -> list[str]:
@@ -67,16 +75,17 @@ def check_name(cfg, shard: str) -> None:
                          f"(and {UNASSIGNED}, everything no shard owns)")
 
 
-def keeps_path(cfg, shard: str, rel: str) -> bool:
-    """Whether a shard lands this file: every file outside a `cluster=` folder (the provider's
-    files are account-wide), and the `cluster=` folders of the shard's own clusters (for
-    `__unassigned__`, those of clusters no shard names). The folder is read as the loader reads
-    a row's cluster from it."""
+def keeps_path(cfg, shard: str, rel: str, routed: bool = False) -> bool:
+    """Whether a shard lands this file: the `cluster=` folders of the shard's own clusters (for
+    `__unassigned__`, those of clusters no shard names), and every file outside a `cluster=`
+    folder (the provider's files are account-wide) unless the shard is `routed`: it then takes
+    its rows of those files from the account's warehouse (`take_account`). The folder is read
+    as the loader reads a row's cluster from it."""
     from .ingest.reader import folder_cluster
 
     c = folder_cluster(rel)
     if c is None:
-        return True
+        return not routed
     if shard == UNASSIGNED:
         return not any(c in cs for cs in cfg.shards.values())
     return c in cfg.shards[shard]
@@ -100,6 +109,8 @@ def prepare(con, cfg, shard: str | None) -> None:
     con.execute("create schema if not exists meta")
     for stmt in SHARD_DDL:
         con.execute(stmt)
+    if held is None:  # the shard is the warehouse's from its first landing (`apply` restates it)
+        con.execute("insert into meta.shard values (?, null, now())", [shard])
 
 
 def _claims_from(con, paths: list[str]) -> set[str]:
@@ -170,6 +181,168 @@ def apply(con, cfg, shard: str | None, claims: list[str] | None) -> None:
         if missing:
             raise ValueError(f"claims: no claims of shard(s) {', '.join(missing)} among "
                              f"{', '.join(claims or [])}; every named shard's claims are needed")
+
+
+# ----------------------------------------------------------------------------- the account's rows
+
+def _takes(table: str) -> str:
+    """SQL over the account's raw row `r` of `table`: whether a routed named shard takes it.
+
+    A row of a billed resource is taken when the resource is one of the shard's candidates
+    (`meta.shard_candidates`); a row of a serverless endpoint or a network volume never (no
+    node runs on one: they are `__unassigned__`'s); every other row is the account's own
+    (its hourly totals, the balance, the GPU catalog, FOCUS exports, invoices) and every shard
+    takes it, a fixed amount whatever the fleet's size. A pod row whose id cannot be read is
+    taken too: taking too much costs time, taking too little would lose a claimed pod's bill.
+    Kubernetes rows of files outside `cluster=` folders are taken by their `cluster`."""
+    cand = "(select resource_id from meta.shard_candidates)"
+    if table == "runpod_billing":
+        return (f"case r.source when 'v2_pods' then coalesce(r.doc ->> '$.podId' in {cand}, true) "
+                f"when 'v1_pods' then coalesce(r.doc ->> '$.podId' in {cand}, true) "
+                "when 'v2_serverless' then false when 'v2_network_volumes' then false else true end")
+    if table == "runpod_inventory":
+        return (f"case r.inventory_kind when 'pods' then coalesce(r.doc ->> '$.id' in {cand}, true) "
+                "when 'workers' then false when 'serverless' then false "
+                "when 'network_volumes' then false else true end")
+    if table == "serverless_jobs":
+        return "false"
+    if table in ("k8s_objects", "prometheus_series"):
+        return "r.cluster in (select cluster from _recon_own_clusters)"
+    return "true"
+
+
+def _candidates(con, cfg, everything: bool) -> None:
+    """Add to `meta.shard_candidates` every id the shard's nodes may be claimed by: each Node's
+    label value, name, provider ID (after the configured prefix, and each of its `/`- and
+    `:`-separated parts, as is and in lower case), and the node names of pods and
+    kube-state-metrics series (with `use_node_name`). A superset of the claims the build will
+    make (`intermediate.int_k8s__node_resources`, the one node <-> resource mapping; checked
+    after the build by `check_candidates`). Read: the rows landed in this transaction (all of
+    them with `everything`) and the Kubernetes rows being taken from the account."""
+    firsts = {} if everything else dict(con.execute(
+        "select tbl, first_rowid from _recon_first_rowids where txid = txid_current()").fetchall())
+
+    def rows(table: str, cols: str) -> str:
+        return (f"(select {cols} from raw.{table} where rowid >= {int(firsts.get(table, 0))} "
+                f"union all select {cols} from _recon_take_{table})")
+    k8s, prom = rows("k8s_objects", "kind, doc"), rows("prometheus_series", "doc")
+    nodes = f"from {k8s} where kind = 'Node'"
+    pid = "doc ->> '$.spec.providerID'"
+    parts = [f"select doc ->> ('$.metadata.labels.\"' || $label || '\"') as id {nodes}",
+             f"select doc ->> '$.metadata.name' {nodes}",
+             f"select substr({pid}, length($prefix) + 1) {nodes} and starts_with({pid}, $prefix)",
+             f"select unnest(string_split_regex({pid}, '[/:]+')) {nodes}",
+             f"select lower(unnest(string_split_regex({pid}, '[/:]+'))) {nodes}"]
+    if cfg.mapping.use_node_name:
+        parts += [f"select doc ->> '$.spec.nodeName' from {k8s} where kind = 'Pod'",
+                  f"select doc ->> '$.metric.node' from {prom}"]
+    con.execute("insert or ignore into meta.shard_candidates select distinct id from ("
+                + " union all ".join(parts) + ") where id is not null and id <> ''",
+                {"label": cfg.mapping.node_label, "prefix": cfg.mapping.provider_id_prefix})
+
+
+def take_account(con, cfg, shard: str, account: str | Path) -> dict:
+    """A routed named shard's provider rows: taken from the account's warehouse (the
+    `__unassigned__` shard's, which landed every provider file first) instead of landing the
+    account's files, so that a shard's cost follows its own resources, not the account's.
+
+    In the run's transaction, after the shard's own `cluster=` folders landed: the account's
+    Kubernetes rows of the shard's clusters (files outside `cluster=` folders), then the ids the
+    shard's nodes may claim (`_candidates`), then the provider rows `_takes` selects. Each of
+    the account's files the shard holds rows of is a file of this warehouse's `raw.files` under
+    its own name, its sha256 that of the rows taken (the account file's and their record
+    numbers), so that incremental staging sees a file whose taken rows changed as replaced.
+    Records that are not taken are counted, not lost: the account's warehouse holds every one,
+    landed or quarantined. Returns the counts."""
+    from .ingest.raw_tables import TABLES
+
+    path = Path(account)
+    if not path.is_file():
+        raise ValueError(f"account: {account} is no warehouse file (the {UNASSIGNED} shard's "
+                         "warehouse, landed first: recon run --shard __unassigned__ --land-only)")
+    if con.execute("select count(*) from raw.files f where f.source_file not in "
+                   "(select source_file from meta.shard_imports) and f.source_file not like "
+                   "'%/cluster=%'").fetchone()[0]:
+        raise ValueError(f"this warehouse of shard {shard!r} landed the account's provider files "
+                         "itself; a shard that takes its rows from the account's warehouse "
+                         "needs a warehouse of its own")
+    # detached at the end; a failed statement aborts the run's transaction, which rolls back
+    # and closes the connection (a DETACH then would raise and hide the error)
+    con.execute(f"attach '{_sql_str(path)}' as {ACCOUNT} (read_only)")
+    held = is_sharded(con, ACCOUNT)
+    if held != UNASSIGNED:
+        raise ValueError(f"account: {account} holds "
+                         f"{'shard ' + repr(held) if held else 'an unsharded run'}, not the "
+                         f"{UNASSIGNED} shard, which lands the account's provider files")
+    con.execute("create or replace temp table _recon_own_clusters as "
+                "select unnest(?::varchar[]) as cluster", [list(cfg.shards[shard])])
+    everything = not con.execute("select count(*) from meta.shard_candidates").fetchone()[0]
+    order = ["k8s_objects", "prometheus_series", *[t for t in TABLES if t not in
+                                                   ("k8s_objects", "prometheus_series")]]
+    for t in order:
+        if t == "runpod_billing":  # the Kubernetes rows are in: the candidates follow them
+            _candidates(con, cfg, everything)
+        con.execute(f"create or replace temp table _recon_take_{t} as select r.* from "
+                    f"{ACCOUNT}.raw.{t} r where {_takes(t)}")
+    taken = " union all ".join(f"select source_file, '{t}' as tbl, record_no "
+                               f"from _recon_take_{t}" for t in order)
+    con.execute(f"""create or replace temp table _recon_taken as
+        select source_file, f.kind, f.sha256 as account_sha256, count(*) as records,
+               sha256(coalesce(f.sha256, '') || '|' ||
+                      string_agg(tbl || ':' || record_no, ',' order by tbl, record_no))
+                   as sha256
+        from ({taken}) left join {ACCOUNT}.raw.files f using (source_file)
+        group by source_file, f.kind, f.sha256""")
+    gone = [r[0] for r in con.execute(
+        "select source_file from meta.shard_imports i where not exists (select 1 from "
+        "_recon_taken t where t.source_file = i.source_file and t.sha256 = i.sha256)"
+    ).fetchall()]
+    for f in gone:  # the rows taken of it changed, or none is taken any more
+        for t in TABLES:
+            con.execute(f"delete from raw.{t} where source_file = ?", [f])
+        con.execute("delete from raw.files where source_file = ?", [f])
+        con.execute("delete from meta.shard_imports where source_file = ?", [f])
+    con.execute("create or replace temp table _recon_take_files as select * from _recon_taken "
+                "where source_file not in (select source_file from meta.shard_imports)")
+    for t in order:
+        con.execute(f"insert into raw.{t} by name select * from _recon_take_{t} "
+                    "where source_file in (select source_file from _recon_take_files)")
+    con.execute("insert into raw.files by name select source_file, kind, sha256, "
+                "null::bigint as bytes, records as records_in, records as records_loaded, "
+                "0 as records_quarantined, 0 as records_skipped, null as skip_reason "
+                "from _recon_take_files")
+    con.execute("insert into meta.shard_imports select source_file, sha256, account_sha256, "
+                "records from _recon_take_files")
+    if con.execute("select count(*) from duckdb_tables() where temporary and "
+                   "table_name = '_recon_landed_files'").fetchone()[0]:
+        con.execute("insert into _recon_landed_files select txid_current(), source_file "
+                    "from _recon_take_files")
+    out = dict(zip(("files", "records"), con.execute(
+        "select count(*), coalesce(sum(records), 0) from _recon_taken").fetchone()))
+    out["changed"] = con.execute("select count(*) from _recon_take_files").fetchone()[0]
+    out["account_files"], out["account_records"] = con.execute(
+        f"select count(*), coalesce(sum(records_loaded), 0) from {ACCOUNT}.raw.files"
+    ).fetchone()
+    out["account"] = str(path)
+    for t in [*[f"_recon_take_{t}" for t in order], "_recon_taken", "_recon_take_files",
+              "_recon_own_clusters"]:
+        con.execute(f"drop table if exists {t}")
+    con.execute(f"detach {ACCOUNT}")
+    return out
+
+
+def check_candidates(con, shard: str) -> None:
+    """After the build of a routed shard: every resource its nodes claim was a candidate, so
+    its bill was taken from the account. Else the run fails, naming them (the candidates are
+    a superset of the mapping by construction; this keeps it so)."""
+    missed = [r[0] for r in con.execute(
+        "select distinct resource_id from meta.shard_claims where resource_id not in "
+        "(select resource_id from meta.shard_candidates) order by 1 limit 6").fetchall()]
+    if missed:
+        raise ValueError(f"shard {shard}: its nodes claim {', '.join(missed[:5])}"
+                         f"{' and more' if len(missed) > 5 else ''}, whose provider rows were "
+                         "not taken from the account's warehouse: the node <-> resource mapping "
+                         "named an id the candidates lack (recon/shards.py, _candidates)")
 
 
 def _sql_str(p) -> str:
@@ -254,7 +427,7 @@ class TieOut:
     shards: dict[str, dict[str, Decimal]] = field(default_factory=dict)  # shard -> day -> own
     account: dict[str, Decimal] = field(default_factory=dict)  # day -> the account's billed
     differences: dict[str, Decimal] = field(default_factory=dict)  # day -> account - sum(own)
-    disagreements: list[str] = field(default_factory=list)  # shards that saw another account
+    disagreements: list[str] = field(default_factory=list)  # a shard's bill not the account's
     conflicts: list[tuple[str, list[str]]] = field(default_factory=list)  # resource, shards
     missing: list[str] = field(default_factory=list)
 
@@ -275,43 +448,57 @@ class TieOut:
 
 
 def tieout(warehouses: list[str | Path], cfg=None) -> TieOut:
-    """Per UTC day: each shard's own billed amount (`marts.resource_day` through its lens),
-    the account's (the whole `marts.resource_day` of the `__unassigned__` shard, which every
-    other shard must agree with), and what is off. `cfg`: with it, every named shard and
-    `__unassigned__` must be present."""
+    """Per UTC day: each shard's own billed amount (`marts.resource_day` through its lens), the
+    account's (the whole `marts.resource_day` of the `__unassigned__` shard, which lands every
+    provider file), and what is off. Every other shard's own bill must be the account's, resource
+    by resource and day by day, for the resources its nodes claim: a shard that lacks a provider
+    file (or a routed shard that took too little from the account) shows there. `cfg`: with
+    it, every named shard and `__unassigned__` must be present."""
     from .db import connect
 
     res = TieOut()
     claims: dict[str, set[str]] = {}
-    accounts: dict[str, dict[str, Decimal]] = {}
+    accounts: dict[str, dict[tuple[str, str], Decimal]] = {}
+    owns: dict[str, dict[tuple[str, str], Decimal]] = {}
+    by_day = ("select cast(day as varchar), resource_id, sum(billed_amount) from {} "
+              "group by all")
     for w in warehouses:
         con = connect(w, read_only=True)
         try:
             name = lens_shard(con)
             if name is None:
                 raise ValueError(f"{w}: not a shard's warehouse (recon run --shard)")
-            own = dict(con.execute(
-                "select cast(day as varchar), sum(billed_amount) from marts.resource_day "
-                "group by all").fetchall())
-            whole = dict(con.execute(
-                f"select cast(day as varchar), sum(billed_amount) from {WHOLE}.marts.resource_day "
-                "group by all").fetchall())
+            owns[name] = {(d, r): v or Decimal(0) for d, r, v in
+                          con.execute(by_day.format("marts.resource_day")).fetchall()}
+            accounts[name] = {(d, r): v or Decimal(0) for d, r, v in con.execute(
+                by_day.format(f"{WHOLE}.marts.resource_day")).fetchall()}
             for r, in con.execute(f"select distinct resource_id from {WHOLE}.meta.shard_claims"
                                   ).fetchall():
                 claims.setdefault(r, set()).add(name)
         finally:
             con.close()
-        res.shards[name] = {d: v or Decimal(0) for d, v in own.items()}
-        accounts[name] = {d: v or Decimal(0) for d, v in whole.items()}
+    for name, own in owns.items():
+        days: dict[str, Decimal] = {}
+        for (d, _), v in own.items():
+            days[d] = days.get(d, Decimal(0)) + v
+        res.shards[name] = days
     reference = UNASSIGNED if UNASSIGNED in accounts else next(iter(accounts), None)
-    res.account = accounts.get(reference, {})
-    for name, acc in accounts.items():
-        if acc != res.account:
-            days = sorted(d for d in set(acc) | set(res.account)
-                          if acc.get(d) != res.account.get(d))
+    account = accounts.get(reference, {})
+    for (d, _), v in account.items():
+        res.account[d] = res.account.get(d, Decimal(0)) + v
+    for name, own in owns.items():
+        if name == reference:
+            continue
+        mine = {r for r, s in claims.items() if name in s}
+        keys = set(own) | {k for k in account if k[1] in mine}
+        off = sorted(k for k in keys if own.get(k, Decimal(0)) != account.get(k, Decimal(0)))
+        if off:
             res.disagreements.append(
-                f"shard {name} saw another account than {reference} on {', '.join(days[:5])}: "
-                "its input lacks or adds provider files")
+                f"shard {name}'s bill differs from the account's ({reference}) for "
+                f"{len(off)} resource-day(s), e.g. "
+                + ", ".join(f"{r} on {d}: {own.get((d, r), Decimal(0))} against "
+                            f"{account.get((d, r), Decimal(0))}" for d, r in off[:3])
+                + ": its input lacks or adds provider files")
     for day in sorted(set(res.account) | {d for s in res.shards.values() for d in s}):
         total = sum((s.get(day, Decimal(0)) for s in res.shards.values()), Decimal(0))
         res.differences[day] = res.account.get(day, Decimal(0)) - total

@@ -59,6 +59,22 @@ def fleet(tmp_path_factory) -> dict:
     return out
 
 
+@pytest.fixture(scope="module")
+def routed(fleet) -> dict:
+    """The same fleet, routed: `__unassigned__` lands the account's files first (land only),
+    the named shards take their rows of them from its warehouse, then it builds with their
+    claims (the fleet flow's order)."""
+    tree, dbs = fleet["tree"], fleet["root"] / "routed"
+    out = {"tree": tree, "single": fleet["single"], "a": dbs / "a.duckdb",
+           "b": dbs / "b.duckdb", "u": dbs / "u.duckdb"}
+    out["runs"] = {"landed": run(tree, out["u"], shard=shards.UNASSIGNED, land_only=True)}
+    for s in ("a", "b"):
+        out["runs"][s] = run(tree, out[s], shard=s, account=out["u"])
+    out["runs"]["u"] = run(tree, out["u"], shard=shards.UNASSIGNED,
+                           claims=[str(out["a"]), str(out["b"])])
+    return out
+
+
 def _marts(con) -> list[str]:
     return [r[0] for r in con.execute(
         "select table_name from duckdb_tables() where schema_name = 'marts' and "
@@ -74,7 +90,9 @@ def _rows(path: Path, table: str) -> Counter:
         con.close()
 
 
-def test_the_shards_marts_unioned_equal_the_single_machine_marts_row_for_row(fleet):
+@pytest.mark.parametrize("mode", ["whole", "routed"])
+def test_the_shards_marts_unioned_equal_the_single_machine_marts_row_for_row(mode, request):
+    fleet = request.getfixturevalue("fleet" if mode == "whole" else "routed")
     con = connect(fleet["single"], read_only=True)
     marts = _marts(con)
     con.close()
@@ -107,7 +125,85 @@ def test_a_named_shard_lands_only_its_own_clusters_kubernetes_files(fleet):
             1 for p in (fleet["tree"] / "runpod").rglob("*") if p.is_file())
 
 
-def test_the_shards_billed_amounts_add_up_to_the_accounts_to_the_cent(fleet):
+def test_a_routed_shard_takes_only_its_own_resources_rows_from_the_account(routed):
+    """Shard a lands its cluster's files and takes, of the account's, only the rows of the
+    pods its nodes may claim and the account's own rows: no serverless, no network volume, no
+    other shard's pod. Every record stays accounted for in the account's warehouse."""
+    con = connect(routed["a"], read_only=True)
+    files = [r[0] for r in con.execute("select source_file from whole.raw.files").fetchall()]
+    pods = {r[0] for r in con.execute(
+        "select doc ->> '$.podId' from whole.raw.runpod_billing where source in "
+        "('v2_pods', 'v1_pods') union select doc ->> '$.id' from whole.raw.runpod_inventory "
+        "where inventory_kind = 'pods'").fetchall()}
+    claims = {r[0] for r in con.execute("select resource_id from whole.meta.shard_claims"
+                                        ).fetchall()}
+    candidates = {r[0] for r in con.execute("select resource_id from "
+                                            "whole.meta.shard_candidates").fetchall()}
+    others = con.execute("select count(*) from whole.raw.runpod_billing where source in "
+                         "('v2_serverless', 'v2_network_volumes')").fetchone()[0]
+    jobs = con.execute("select count(*) from whole.raw.serverless_jobs").fetchone()[0]
+    con.close()
+    assert {f.split("cluster=")[1].split("/")[0] for f in files if "/k8s/" in f} == {"c0"}
+    assert claims and claims <= pods <= candidates
+    assert others == 0 and jobs == 0
+    u = connect(routed["u"], read_only=True)
+    b_claims = {r[0] for r in u.execute("select resource_id from whole.meta.shard_foreign_claims "
+                                        "where shard = 'b'").fetchall()}
+    landed, quarantined = u.execute("select sum(records_loaded), sum(records_quarantined) "
+                                    "from whole.raw.files").fetchone()
+    u.close()
+    assert b_claims and not (pods & b_claims)  # none of shard b's pods
+    taken = routed["runs"]["a"].taken
+    assert 0 < taken["records"] < taken["account_records"] == landed
+    # the account's warehouse accounts for every record of its files
+    assert routed["runs"]["landed"].records_in == landed + quarantined + \
+        routed["runs"]["landed"].skipped
+
+
+def test_a_routed_shard_rerun_takes_nothing_again_and_keeps_its_rows(routed, tmp_path):
+    a = tmp_path / "a.duckdb"
+    shutil.copy(routed["a"], a)
+    before = {t: _rows(a, t) for t in ("resource_day", "findings")}
+    res = run(routed["tree"], a, shard="a", account=routed["u"])
+    assert res.taken["changed"] == 0 and res.taken["files"] == routed["runs"]["a"].taken["files"]
+    assert {t: _rows(a, t) for t in ("resource_day", "findings")} == before
+
+
+def test_a_routed_shard_that_would_miss_a_claimed_bill_fails(routed, tmp_path):
+    """The candidates are a superset of the claims by construction; were one missing, the
+    pod's bill would not be taken and the shard's numbers would be short: the run fails,
+    naming it, and leaves the warehouse as it was."""
+    a = tmp_path / "a.duckdb"
+    shutil.copy(routed["a"], a)
+    con = duckdb.connect(str(a))
+    pod = con.execute("select min(resource_id) from meta.shard_claims").fetchone()[0]
+    con.execute("delete from meta.shard_candidates where resource_id = ?", [pod])
+    con.close()
+    with pytest.raises(ValueError, match=f"shard a: its nodes claim {pod}.*not taken"):
+        run(routed["tree"], a, shard="a", account=routed["u"])
+    assert _rows(a, "resource_day") == _rows(routed["a"], "resource_day")
+
+
+def test_a_routed_shard_needs_the_unassigned_warehouse_and_a_warehouse_of_its_own(routed, fleet,
+                                                                                  tmp_path):
+    tree = routed["tree"]
+    with pytest.raises(ValueError, match="holds shard 'a', not the __unassigned__ shard"):
+        run(tree, tmp_path / "b.duckdb", shard="b", account=routed["a"])
+    with pytest.raises(ValueError, match="holds an unsharded run"):
+        run(tree, tmp_path / "b2.duckdb", shard="b", account=fleet["single"])
+    with pytest.raises(ValueError, match="is no warehouse file"):
+        run(tree, tmp_path / "b3.duckdb", shard="b", account=tmp_path / "none.duckdb")
+    with pytest.raises(ValueError, match="only a named shard takes its provider rows"):
+        run(tree, tmp_path / "u.duckdb", shard=shards.UNASSIGNED, account=routed["u"])
+    whole = tmp_path / "b4.duckdb"
+    shutil.copy(fleet["b"], whole)  # shard b's warehouse that landed the account's files
+    with pytest.raises(ValueError, match="landed the account's provider files itself"):
+        run(tree, whole, shard="b", account=routed["u"])
+
+
+@pytest.mark.parametrize("mode", ["whole", "routed"])
+def test_the_shards_billed_amounts_add_up_to_the_accounts_to_the_cent(mode, request):
+    fleet = request.getfixturevalue("fleet" if mode == "whole" else "routed")
     t = shards.tieout([fleet["a"], fleet["b"], fleet["u"]], load_config(fleet["tree"] / "recon.toml"))
     assert t.ok, t.problems()
     single = connect(fleet["single"], read_only=True)
@@ -124,15 +220,23 @@ def test_the_shards_billed_amounts_add_up_to_the_accounts_to_the_cent(fleet):
 
 def test_the_tieout_catches_another_account_a_double_claim_and_a_missing_shard(fleet, tmp_path):
     cfg = load_config(fleet["tree"] / "recon.toml")
-    # shard b run without one of the account's bills: it saw another account
+    # shard b run without one of the bills of its own pods: its bill is not the account's
     tree = tmp_path / "tree"
     shutil.copytree(fleet["tree"], tree)
-    dropped = sorted((tree / "runpod" / "pull=c2").glob("billing-pods-*.json"))[0]
+    dropped = sorted((tree / "runpod" / "pull=c1").glob("billing-pods-*.json"))[0]
     dropped.unlink()
     short = tmp_path / "b.duckdb"
     run(tree, short, shard="b")
     t = shards.tieout([fleet["a"], short, fleet["u"]], cfg)
-    assert not t.ok and any("shard b saw another account" in p for p in t.problems())
+    assert not t.ok and any("shard b's bill differs from the account's (__unassigned__)" in p
+                            and "lacks or adds provider files" in p for p in t.problems())
+    # a bill of another shard's pods missing from it changes nothing of shard b's own
+    other = tmp_path / "tree2"
+    shutil.copytree(fleet["tree"], other)
+    sorted((other / "runpod" / "pull=c2").glob("billing-pods-*.json"))[0].unlink()
+    b2 = tmp_path / "b-other.duckdb"
+    run(other, b2, shard="b")
+    assert shards.tieout([fleet["a"], b2, fleet["u"]], cfg).ok
     # a resource two shards' nodes map to (a node label pointing at another cluster's pod)
     twice = tmp_path / "b2.duckdb"
     shutil.copy(fleet["b"], twice)
