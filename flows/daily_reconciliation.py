@@ -128,18 +128,26 @@ def pull_provider_window(landing_dir: str, start: date, end: date,
 def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
                 settle_seconds: int = 0, last_day: date | None = None,
                 prefetch_gate: bool = False, shard: str | None = None,
-                claims: list[str] | None = None) -> dict:
+                claims: list[str] | None = None, account: str | None = None,
+                land_only: bool = False) -> dict:
     """Land new/changed files of the landing area and build the marts for one UTC day, or
     for the window `day`..`last_day` in one build (a backfill's batch). `prefetch_gate`: the
-    gate follows, so Great Expectations starts importing during the build's commit."""
+    gate follows, so Great Expectations starts importing during the build's commit.
+    `account`, `land_only`: recon.pipeline.run's (a routed shard's rows taken from the
+    account's warehouse; landing without a build)."""
     from recon.pipeline import run
 
     last_day = last_day or day
     with disk_full_is_a_sentence(f"writing {db}"):
         res = run(landing_dir, db, config, day_from=day, day_to=last_day,
                   settle_seconds=settle_seconds, prefetch_gate=prefetch_gate, shard=shard,
-                  claims=claims)
+                  claims=claims, account=account, land_only=land_only)
     log = logger()
+    if res.taken is not None:
+        t = res.taken
+        log.info("took %d record(s) of %d file(s) from the account's warehouse %s (%d record(s) "
+                 "of %d file(s)); %d file(s) new or changed", t["records"], t["files"],
+                 t["account"], t["account_records"], t["account_files"], t["changed"])
     if res.mirror is not None:  # a bucket's landing area: what was downloaded into the cache
         log.info("%s", res.mirror.summary())
     log.info("%s: landed %d files: %d records in = %d loaded + %d quarantined + %d skipped; "
@@ -318,14 +326,16 @@ def _run_name() -> str:
 
     params = flow_run.parameters or {}
     shard = params.get("shard")  # a fleet run's children are told apart by their shard
-    return f"daily-{params.get('day') or 'yesterday'}" + (f"-{shard}" if shard else "")
+    return (f"daily-{params.get('day') or 'yesterday'}" + (f"-{shard}" if shard else "")
+            + ("-landing" if params.get("land_only") else ""))
 
 
 def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = None,
                   pull_provider: bool = False, trailing_days: int = 1,
                   validation: bool = True, settle_seconds: int = 0,
                   exports_dir: str | None = None, marts_dir: str | None = None,
-                  shard: str | None = None, claims: list[str] | None = None) -> dict:
+                  shard: str | None = None, claims: list[str] | None = None,
+                  account: str | None = None, land_only: bool = False) -> dict:
     """The daily steps in order (the daily flow; a backfill runs them by batches of days).
 
     With `pull_provider`, the days pulled again (`trailing_days`, ending with `day`) are the
@@ -340,6 +350,9 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
     if pull_provider and trailing_days < 1:
         raise ValueError("trailing_days must be at least 1")
     limits = tags_with_limits()  # a task carries a tag only for its limit (flows/common.py)
+    if land_only:  # the account's landing, which the routed shards take from: no build yet
+        return limited(build_marts, limits)(landing_dir, db, day, config, settle_seconds,
+                                            shard=shard, land_only=True)
     first = day - timedelta(days=trailing_days - 1) if pull_provider else day
     runs = [*batches(_awaiting_before(db, first), 7), days_between(first, day)]
     out, empty = None, []
@@ -349,7 +362,7 @@ def reconcile_day(day: date, landing_dir: str, db: str, config: str | None = Non
             pulled = limited(pull_provider_window, limits)(landing_dir, batch[0], batch[-1])
         load = limited(build_marts, limits)(landing_dir, db, batch[0], config, settle_seconds,
                                             last_day=batch[-1], prefetch_gate=validation,
-                                            shard=shard, claims=claims)
+                                            shard=shard, claims=claims, account=account)
         checked = (limited(validate_marts, limits)(db, batch[0], batch[-1]) if validation
                    else {"skipped": "validation=false"})
         load = with_given_up(load, pulled)
@@ -369,7 +382,8 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
                          pull_provider: bool = False, trailing_days: int = 3,
                          validation: bool = True, settle_seconds: int = 0,
                          exports_dir: str | None = None, marts_dir: str | None = None,
-                         shard: str | None = None, claims: list[str] | None = None) -> dict:
+                         shard: str | None = None, claims: list[str] | None = None,
+                         account: str | None = None, land_only: bool = False) -> dict:
     """Reconcile one UTC day: landing area -> DuckDB marts -> finance CSVs, summary artifacts.
 
     Args:
@@ -404,12 +418,19 @@ def daily_reconciliation(day: str | None = None, landing_dir: str = "data/landin
             hold its own rows only. Null (the default): the whole landing area, unsharded.
         claims: With shard `__unassigned__`: the named shards' warehouse files or published
             marts folders, whose claimed resources are theirs, not the unassigned shard's.
+        account: With a named shard: the `__unassigned__` shard's warehouse, landed first
+            (`land_only`); the shard lands only its clusters' files and takes its rows of the
+            provider's files from it, so that its cost follows its own resources.
+        land_only: Land the landing area and stop: no build, gate or publish (the
+            `__unassigned__` shard's first step in a fleet run, before the named shards take
+            their rows from it; its build follows with their claims).
     """
     return reconcile_day(parse_day(day), str(landing_dir), str(db),
                          str(config) if config else None, pull_provider, trailing_days, validation,
                          settle_seconds, str(exports_dir) if exports_dir else None,
                          str(marts_dir) if marts_dir else None, shard or None,
-                         [str(c) for c in claims] if claims else None)
+                         [str(c) for c in claims] if claims else None,
+                         str(account) if account else None, land_only)
 
 
 def main(argv: list[str] | None = None) -> None:

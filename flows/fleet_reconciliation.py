@@ -1,12 +1,16 @@
 """Fleet reconciliation: one UTC day of every shard (recon.toml `[shards]`), each shard a run of
 the daily flow on its own warehouse, then the tie-out of the shards against the account's bill.
 
-Order, per day: the named shards' children at the same time (each lands only its clusters'
-Kubernetes files plus every provider file, and keeps only its own rows); then the
-`__unassigned__` child, which reads from the named shards' warehouses which billed resources
-their nodes claim and keeps the rest (clusters in no shard, bill lines no shard's nodes claim,
-account-wide rows); then `recon.shards.tieout` over every shard's warehouse: the shards' billed
-totals must add up to the account's bill to the cent, and no resource may be claimed twice.
+Order, per day: the `__unassigned__` child lands the landing area (every provider file, and the
+clusters no shard names) and builds nothing yet; then the named shards' children at the same
+time, each landing only its clusters' Kubernetes files and taking its rows of the provider's
+files from the `__unassigned__` warehouse (`take_from_account`), so that a shard's cost
+follows its own resources, not the account's; then the `__unassigned__` child again, which
+reads from the named shards' warehouses which billed resources their nodes claim, builds, and
+keeps the rest (clusters in no shard, bill lines no shard's nodes claim, account-wide rows);
+then `recon.shards.tieout` over every shard's warehouse: each shard's bill is the account's
+for the resources it claims, the shards' billed totals add up to the account's bill to the
+cent, and no resource is claimed twice.
 
 With `deployment` (a deployment of the daily flow, `daily-reconciliation/shard` in prefect.yaml)
 each child is a flow run of that deployment, started with `run_deployment`, so a work pool's
@@ -73,7 +77,8 @@ def tie_out(warehouses: list[str], landing_dir: str, config: str | None) -> dict
     """`recon.shards.tieout` over every shard's warehouse (read-only; every shard of the config
     must be among them), per day: each shard's own billed amount, their sum, the account's
     (every provider line, as `__unassigned__` landed them), the difference; and what is off
-    (`problems`: a difference, a resource two shards claim, a shard that saw another account)."""
+    (`problems`: a difference, a resource two shards claim, a shard whose bill of the
+    resources it claims is not the account's)."""
     from recon.pipeline import find_config
     from recon.shards import tieout
 
@@ -114,7 +119,8 @@ def warehouse_of(warehouse_dir: str, shard: str) -> str:
 def child_parameters(shard: str, day: date, landing_dir: str, warehouse_dir: str,
                      config: str | None, validation: bool, settle_seconds: int,
                      exports_dir: str | None, marts_dir: str | None,
-                     claims: list[str] | None = None) -> dict:
+                     claims: list[str] | None = None, account: str | None = None,
+                     land_only: bool = False) -> dict:
     """The daily flow's parameters for one shard and day. Each shard has its own finance CSV
     folder (`<exports_dir>/<shard>`: the files are named by day only); the published marts
     share `marts_dir`, each shard under its own `shard=` folder. The provider pull is the
@@ -127,6 +133,10 @@ def child_parameters(shard: str, day: date, landing_dir: str, warehouse_dir: str
               "marts_dir": marts_dir}
     if claims is not None:
         params["claims"] = claims
+    if account is not None:
+        params["account"] = account
+    if land_only:
+        params["land_only"] = True
     return params
 
 
@@ -137,7 +147,7 @@ async def _run_child(deployment: str | None, shard: str, day: date, params: dict
     each one that did not complete. A child of a deployment not finished within `timeout`
     seconds (None: no limit) is cancelled, so that it does not write its warehouse after the
     parent gave up on it."""
-    name = f"daily-{day}-{shard}"
+    name = f"daily-{day}-{shard}" + ("-landing" if params.get("land_only") else "")
     late = None
     if deployment:
         from prefect.deployments import arun_deployment
@@ -239,7 +249,8 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
                                exports_dir: str | None = None, marts_dir: str | None = None,
                                deployment: str | None = SHARD_DEPLOYMENT,
                                poll_seconds: float = 5.0,
-                               child_timeout_seconds: float | None = CHILD_TIMEOUT_SECONDS) -> dict:
+                               child_timeout_seconds: float | None = CHILD_TIMEOUT_SECONDS,
+                               take_from_account: bool = True) -> dict:
     """Reconcile the fleet shard by shard for one UTC day (or the trailing days ending with it)
     and tie the shards out to the account's bill.
 
@@ -267,6 +278,11 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
             created (4 hours by default; null: no limit) is cancelled and fails the parent,
             named with its state (a pool no worker polls leaves it SCHEDULED). Children run
             in this process (no `deployment`) have no limit.
+        take_from_account: The named shards take their rows of the provider's files from the
+            `__unassigned__` warehouse, which lands first (every child must then read
+            `warehouse_dir`, as the `__unassigned__` child already does for the claims); false:
+            every named shard lands every provider file itself, and its cost grows with the
+            account's.
     """
     if trailing_days < 1:
         raise ValueError("trailing_days must be at least 1")
@@ -283,23 +299,35 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
     if not is_remote(str(warehouse_dir)):
         Path(warehouse_dir).mkdir(parents=True, exist_ok=True)
 
-    def params(shard: str, d: date, claims: list[str] | None = None) -> dict:
+    account = warehouse_of(warehouse_dir, UNASSIGNED)
+
+    def params(shard: str, d: date, **kw) -> dict:
         return child_parameters(shard, d, landing, str(warehouse_dir), config, validation,
-                                settle_seconds, exports_dir or None, marts_dir or None, claims)
+                                settle_seconds, exports_dir or None, marts_dir or None, **kw)
 
     children: list[dict] = []
     for d in days:
-        named = await asyncio.gather(*(_run_child(deployment, s, d, params(s, d), poll_seconds,
-                                                  child_timeout_seconds) for s in names))
+        if take_from_account:
+            landed = await _run_child(deployment, UNASSIGNED, d,
+                                      params(UNASSIGNED, d, land_only=True), poll_seconds,
+                                      child_timeout_seconds)
+            children.append(landed)
+            if err := _failed([landed]):
+                raise err
+        routed = {"account": account} if take_from_account else {}
+        named = await asyncio.gather(*(_run_child(deployment, s, d, params(s, d, **routed),
+                                                  poll_seconds, child_timeout_seconds)
+                                       for s in names))
         children += named
         if err := _failed(named):
             raise err
-        last = await _run_child(deployment, UNASSIGNED, d, params(UNASSIGNED, d, warehouses),
-                                poll_seconds, child_timeout_seconds)
+        last = await _run_child(deployment, UNASSIGNED, d,
+                                params(UNASSIGNED, d, claims=warehouses), poll_seconds,
+                                child_timeout_seconds)
         children.append(last)
         if err := _failed([last]):
             raise err
-    tie = tie_out([*warehouses, warehouse_of(warehouse_dir, UNASSIGNED)], landing, config)
+    tie = tie_out([*warehouses, account], landing, config)
     await acreate_markdown_artifact(render_fleet(days, children, tie), key=FLEET_SUMMARY_KEY,
                                     description=f"Fleet reconciliation for {days[0]}..{days[-1]} "
                                                 f"(UTC): the shards against the account's bill")

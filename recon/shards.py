@@ -188,27 +188,26 @@ def apply(con, cfg, shard: str | None, claims: list[str] | None) -> None:
 def _takes(table: str) -> str:
     """SQL over the account's raw row `r` of `table`: whether a routed named shard takes it.
 
-    A row of a billed resource is taken when the resource is one of the shard's candidates
-    (`meta.shard_candidates`); a row of a serverless endpoint or a network volume never (no
-    node runs on one: they are `__unassigned__`'s); every other row is the account's own
-    (its hourly totals, the balance, the GPU catalog, FOCUS exports, invoices) and every shard
-    takes it, a fixed amount whatever the fleet's size. A pod row whose id cannot be read is
-    taken too: taking too much costs time, taking too little would lose a claimed pod's bill.
-    Kubernetes rows of files outside `cluster=` folders are taken by their `cluster`."""
+    A pod's row (its bill, its inventory) is taken when the pod is one of the shard's
+    candidates (`meta.shard_candidates`); a pod row whose id cannot be read is taken too:
+    taking too much costs time, taking too little would lose a claimed pod's bill. The GPU
+    catalog (list prices) and FOCUS exports (other clouds' charges) are taken whole: a fixed
+    amount whatever the fleet's size. Never taken: the rows of serverless endpoints and network
+    volumes (no node runs on one) and the account's own rows (its hourly totals, the balance,
+    v1 totals by GPU type, invoices), all `__unassigned__`'s: a named shard holds its own
+    resources' bill only, so that its account-wide checks (the gate's account tie-out, the
+    invoice check) are not run against a part of the bill. Kubernetes rows of files outside
+    `cluster=` folders are taken by their `cluster`."""
     cand = "(select resource_id from meta.shard_candidates)"
+    pod = f"coalesce(r.doc ->> '$.podId' in {cand}, true)"
     if table == "runpod_billing":
-        return (f"case r.source when 'v2_pods' then coalesce(r.doc ->> '$.podId' in {cand}, true) "
-                f"when 'v1_pods' then coalesce(r.doc ->> '$.podId' in {cand}, true) "
-                "when 'v2_serverless' then false when 'v2_network_volumes' then false else true end")
+        return f"case when r.source in ('v2_pods', 'v1_pods') then {pod} else false end"
     if table == "runpod_inventory":
         return (f"case r.inventory_kind when 'pods' then coalesce(r.doc ->> '$.id' in {cand}, true) "
-                "when 'workers' then false when 'serverless' then false "
-                "when 'network_volumes' then false else true end")
-    if table == "serverless_jobs":
-        return "false"
+                "when 'gpu_catalog' then true else false end")
     if table in ("k8s_objects", "prometheus_series"):
         return "r.cluster in (select cluster from _recon_own_clusters)"
-    return "true"
+    return "true" if table == "focus_rows" else "false"
 
 
 def _candidates(con, cfg, everything: bool) -> None:

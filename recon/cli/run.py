@@ -40,7 +40,15 @@ def run_cmd(input: str = typer.Option(..., "--input", help="Folder of input file
                                              "own --db: its clusters' files and its own rows"),
             claims: list[str] | None = typer.Option(None, "--claims", help="With --shard "
                                                     "__unassigned__: a named shard's warehouse "
-                                                    "or published marts folder (repeat for each)")):
+                                                    "or published marts folder (repeat for each)"),
+            account: Path | None = typer.Option(None, "--account", help="With a named --shard: "
+                                                "the __unassigned__ shard's warehouse, landed "
+                                                "first; the shard takes its rows of the "
+                                                "provider's files from it instead of landing "
+                                                "them all"),
+            land_only: bool = typer.Option(False, "--land-only", help="Land the input and build "
+                                           "nothing (the __unassigned__ shard's first step, "
+                                           "before the named shards take from it)")):
     """Load every file of a folder (or of an object store's prefix), build the marts, print the summary.
 
     Example: recon run --input /data/landing --db data/recon.duckdb --from 2026-06-01 --to 2026-06-01
@@ -53,7 +61,8 @@ def run_cmd(input: str = typer.Option(..., "--input", help="Folder of input file
         res = run(input, db, config, *_window(day_from, day_to),
                   progress=_every_tenth("loaded"), validate=validate,
                   settle_seconds=settle, on_stage=_stage_printer(), cache_dir=cache,
-                  on_download=_every_tenth("downloaded"), shard=shard, claims=claims or None)
+                  on_download=_every_tenth("downloaded"), shard=shard, claims=claims or None,
+                  account=account, land_only=land_only)
     except ObjectStoreError as e:  # denied, no such bucket, the store down past the retries
         _fail(str(e), code=1)
     except (FileNotFoundError, ValueError) as e:
@@ -62,6 +71,19 @@ def run_cmd(input: str = typer.Option(..., "--input", help="Folder of input file
         _environment_failure(e, f"writing {db}")
     if res.mirror is not None:
         err.print(f"[dim]{_shown(res.mirror.summary())}[/dim]")
+    if res.land_only:
+        console.print(f"Landed {len(res.files)} file(s) into {res.db}: {res.records_in} "
+                      f"record(s), {res.loaded} loaded, {res.quarantined} quarantined, "
+                      f"{res.skipped} skipped. Nothing built (--land-only).")
+        if res.loaded == 0:
+            _fail(f"no record of {input} loaded; see `recon quarantine --db {res.db}`", code=1)
+        return
+    if res.taken is not None:
+        t = res.taken
+        err.print(f"[dim]Took {t['records']} record(s) of {t['files']} file(s) from the "
+                  f"account's warehouse {_shown(t['account'])} ({t['account_records']} "
+                  f"record(s) of {t['account_files']} file(s)); {t['changed']} file(s) new or "
+                  f"changed since the last run.[/dim]")
     print_summary(res)
     _print_awaiting(res)
     if res.loaded == 0:  # every record of the folder: a rerun counts what it landed before

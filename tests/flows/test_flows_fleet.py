@@ -8,8 +8,9 @@ under `k8s/cluster=<c>/`), sharing ONE Runpod account: one `runpod/` folder whos
 every cluster's lines (a Runpod pull returns the account's records, whichever cluster the pod
 serves). `[shards]`: eu = gpu-eu, us = gpu-us + gpu-us2.
 
-One parent run reconciles the day: eu and us at the same time (their child runs overlap in
-time), then `__unassigned__`, then the tie-out. A second parent, run beside it, has an
+One parent run reconciles the day: `__unassigned__` lands the landing area, then eu and us at
+the same time (their child runs overlap in time), each taking its provider rows from that
+warehouse, then `__unassigned__` builds with their claims, then the tie-out. A second parent, run beside it, has an
 unwritable warehouse for shard us and fails naming the shard and the day. Slow (a server, a
 worker and a flow-run process per run): `-m 'not slow'` skips it locally; CI runs it.
 """
@@ -25,6 +26,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 
+import duckdb
 import httpx
 import pytest
 
@@ -238,10 +240,12 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
         mark("broken parents ended")
         assert slow.is_failed()
         late = str(slow.result(raise_on_failure=False))
-        assert late.startswith("2 shard run(s) failed, nothing tied out:"), late
+        # the first child, __unassigned__'s landing, is cancelled: no named shard starts
+        assert late.startswith("1 shard run(s) failed, nothing tied out:"), late
         assert "not finished within 0.3 s" in late and "cancelled" in late, late
         slow_kids = runs(parent_flow_run_id={"any_": [str(slow.state_details.flow_run_id)]})
-        assert {r["parameters"]["shard"] for r in slow_kids} == {"eu", "us"}
+        assert [(r["parameters"]["shard"], r["parameters"].get("land_only")) for r in slow_kids
+                ] == [(UNASSIGNED, True)]
         assert all(r["state"]["type"] in ("CANCELLING", "CANCELLED") for r in slow_kids), [
             r["state"] for r in slow_kids]
         assert lost.is_failed()
@@ -255,7 +259,12 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
         assert f"1 shard run(s) failed, nothing tied out:\n  shard us on {DAY}: child flow run " \
             in str(err) and "FAILED" in str(err) and "us.duckdb" in str(err), str(err)
         assert (broken / "shards" / "eu.duckdb").is_file()  # the other shard ran to its end
-        assert not (broken / "shards" / f"{UNASSIGNED}.duckdb").exists()
+        # __unassigned__ landed the account first, and never built: no marts in its warehouse
+        con = duckdb.connect(str(broken / "shards" / f"{UNASSIGNED}.duckdb"), read_only=True)
+        assert con.execute("select count(*) from raw.files").fetchone()[0] > 0
+        assert con.execute("select count(*) from duckdb_tables() where schema_name = 'marts'"
+                           ).fetchone()[0] == 0
+        con.close()
 
         deadline = time.monotonic() + 240
         while True:
@@ -269,14 +278,23 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
         wall = time.monotonic() - t_start
         assert state["type"] == "COMPLETED", f"{state}\nworker:\n{tail(worker_log, 120)}"
 
-        # the children: one per shard, the named ones overlapping, __unassigned__ after both
-        kids = {r["parameters"]["shard"]: r for r in runs(parent_flow_run_id={"any_": [good_id]})}
-        assert set(kids) == {"eu", "us", UNASSIGNED}, sorted(kids)
-        assert all(r["state"]["type"] == "COMPLETED" for r in kids.values())
+        # the children: __unassigned__'s landing, then the named shards overlapping, each
+        # taking its provider rows from that warehouse, then __unassigned__'s build after both
+        every = runs(parent_flow_run_id={"any_": [good_id]})
+        assert all(r["state"]["type"] == "COMPLETED" for r in every)
+        landing = [r for r in every if r["parameters"].get("land_only")]
+        kids = {r["parameters"]["shard"]: r for r in every if r not in landing}
+        assert set(kids) == {"eu", "us", UNASSIGNED} and len(landing) == 1, sorted(kids)
+        assert landing[0]["parameters"]["shard"] == UNASSIGNED
+        assert landing[0]["name"] == f"daily-{DAY}-{UNASSIGNED}-landing"
         assert {r["name"] for r in kids.values()} == {f"daily-{DAY}-{s}" for s in kids}
         span = {s: (_utc(r["start_time"]), _utc(r["end_time"])) for s, r in kids.items()}
+        span["landing"] = (_utc(landing[0]["start_time"]), _utc(landing[0]["end_time"]))
+        assert min(span["eu"][0], span["us"][0]) >= span["landing"][1], span
         assert max(span["eu"][0], span["us"][0]) < min(span["eu"][1], span["us"][1]), span
         assert span[UNASSIGNED][0] >= max(span["eu"][1], span["us"][1]), span
+        account_db = str(good / "shards" / f"{UNASSIGNED}.duckdb")
+        assert all(kids[s]["parameters"]["account"] == account_db for s in ("eu", "us"))
         assert kids[UNASSIGNED]["parameters"]["claims"] == [
             str(good / "shards" / "eu.duckdb"), str(good / "shards" / "us.duckdb")]
         for s in kids:
@@ -347,6 +365,7 @@ def test_a_tie_out_off_by_a_cent_fails_naming_the_day_the_shards_and_the_amounts
     assert (f"{DAY}: eu {cents(d['shards']['eu'])}, us {cents(own['us'])}, __unassigned__ "
             f"{cents(own[UNASSIGNED])} = {cents(d['shards_total'])} USD against the account's "
             f"{cents(d['account_total'])} USD (difference -0.010000000000 USD)") in err, err
-    assert "shard eu saw another account than __unassigned__ on 2026-06-01" in err, err
+    assert (f"shard eu's bill differs from the account's (__unassigned__) for 1 resource-day(s), "
+            f"e.g. {rid} on {DAY}: ") in err and "lacks or adds provider files" in err, err
     md = render_fleet([date.fromisoformat(DAY)], [], off)
     assert "**Tie-out: OFF.**" in md and "| difference | -0.01 |" in md, md
