@@ -161,10 +161,22 @@ def child(spec: dict) -> dict:
             started.clear()
 
     land._read_safely = timed_read
+    from recon import shards
+    take = shards.take_account
+    took = []
+
+    def timed_take(*args, **kw):  # a routed shard's rows taken from the account's warehouse
+        t = time.perf_counter()
+        out = take(*args, **kw)
+        took.append(time.perf_counter() - t)
+        return out
+
+    shards.take_account = timed_take
     cpu0 = time.process_time()  # every thread of the process (DuckDB's too)
     t0 = time.perf_counter()
     res = run(spec["tree"], db, shard=spec.get("shard"), claims=spec.get("claims"),
-              progress=progress)
+              progress=progress, account=spec.get("account"),
+              land_only=spec.get("land_only", False))
     secs = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
     ru = resource.getrusage(resource.RUSAGE_SELF)
@@ -180,7 +192,7 @@ def child(spec: dict) -> dict:
             "peak_rss_mib": ru.ru_maxrss / 1024, "import_seconds": t_import,
             "records_in": res.records_in, "loaded": res.loaded, "quarantined": res.quarantined,
             "stages": {k: round(v, 4) for k, v in res.timings.items()}, "landing": split,
-            "db_bytes": db.stat().st_size}
+            "take_seconds": sum(took), "taken": res.taken, "db_bytes": db.stat().st_size}
 
 
 def spawn(spec: dict) -> dict:
@@ -201,9 +213,12 @@ def spawn(spec: dict) -> dict:
 
 # ----------------------------------------------------------------------------- a fleet run
 
-def fleet(tree: Path, work: Path, shards: int, workers: int) -> dict:
-    """The named shards through a pool of `workers` processes, then `__unassigned__`; the tie-out
-    of the S + 1 warehouses must pass."""
+def fleet(tree: Path, work: Path, shards: int, workers: int, routed: bool = True) -> dict:
+    """`routed` (the fleet flow's order): `__unassigned__` lands the tree first (land only),
+    then the named shards through a pool of `workers` processes, each taking its provider rows
+    from that warehouse, then `__unassigned__` builds with their claims. Not routed: the named
+    shards land every provider file themselves, then `__unassigned__` lands and builds. The
+    tie-out of the S + 1 warehouses must pass."""
     from recon import shards as recon_shards
     from recon.config import load_config
 
@@ -212,12 +227,17 @@ def fleet(tree: Path, work: Path, shards: int, workers: int) -> dict:
     work.mkdir(parents=True)
     names = [f"s{k}" for k in range(shards)]
     dbs = {s: work / f"{s}.duckdb" for s in names}
+    u_db = work / "unassigned.duckdb"
     t0 = time.perf_counter()
+    landed = (spawn({"tree": str(tree), "db": str(u_db), "shard": UNASSIGNED, "land_only": True})
+              if routed else None)
+    t1 = time.perf_counter()
+    account = {"account": str(u_db)} if routed else {}
     with ThreadPoolExecutor(max_workers=workers) as pool:  # each thread waits on one child
         named = dict(zip(names, pool.map(
-            lambda s: spawn({"tree": str(tree), "db": str(dbs[s]), "shard": s}), names)))
-    t_named = time.perf_counter() - t0
-    u_db = work / "unassigned.duckdb"
+            lambda s: spawn({"tree": str(tree), "db": str(dbs[s]), "shard": s, **account}),
+            names)))
+    t_named = time.perf_counter() - t1
     unassigned = spawn({"tree": str(tree), "db": str(u_db), "shard": UNASSIGNED,
                         "claims": [str(dbs[s]) for s in names]})
     wall = time.perf_counter() - t0
@@ -225,7 +245,8 @@ def fleet(tree: Path, work: Path, shards: int, workers: int) -> dict:
     if not t.ok:
         raise SystemExit(f"tie-out failed for {shards} shards, {workers} workers: "
                          + "; ".join(t.problems()))
-    out = {"workers": workers, "wall_seconds": wall, "named_wall_seconds": t_named,
+    out = {"mode": "routed" if routed else "whole", "workers": workers, "wall_seconds": wall,
+           "named_wall_seconds": t_named, "account_landing": landed,
            "named": named, "unassigned": unassigned, "tieout_ok": t.ok,
            "account_billed": str(sum(t.account.values())),
            "shards_billed": {s: str(sum(v.values())) for s, v in t.shards.items()}}
@@ -261,6 +282,7 @@ def summarise(S: int, reps: list[dict], inp: dict) -> dict:
     cost = [f for r in reps for f in r["fleets"] if f["workers"] == 1]
     named = [n for f in cost for n in f["named"].values()]
     un = [f["unassigned"] for f in cost]
+    landings = [f["account_landing"] for f in cost if f.get("account_landing")]
 
     def m(rows, key):
         return med([r[key] for r in rows])
@@ -288,7 +310,9 @@ def summarise(S: int, reps: list[dict], inp: dict) -> dict:
                 "provider_records": land(rows, "provider", "records"),
                 "k8s_records": land(rows, "k8s", "records"),
                 "provider_files": land(rows, "provider", "files"),
-                "k8s_files": land(rows, "k8s", "files")}
+                "k8s_files": land(rows, "k8s", "files"),
+                "take_seconds": med([r.get("take_seconds", 0.0) for r in rows]),
+                "taken_records": med([(r.get("taken") or {}).get("records", 0) for r in rows])}
 
     walls = {}
     for f in (f for r in reps for f in r["fleets"]):
@@ -299,6 +323,7 @@ def summarise(S: int, reps: list[dict], inp: dict) -> dict:
     p = {"shards": S, "shard_days": S * inp["days"], "input": inp,
          "records_in": singles[0]["records_in"],
          "per_shard_day": breakdown(named), "unassigned": breakdown(un),
+         "account_landing": breakdown(landings) if landings else None,
          "fleet_wall_seconds": {str(w): med(v) for w, v in sorted(walls.items())},
          "fleet_wall_runs": {str(w): v for w, v in sorted(walls.items())},
          "single": breakdown(singles),
@@ -307,10 +332,12 @@ def summarise(S: int, reps: list[dict], inp: dict) -> dict:
          "floor_extract_s0": med([f["extract"] for f in fl0]),
          "named_sum_records_in": med([sum(n["records_in"] for n in f["named"].values())
                                       for f in cost]),
-         # the fleet's CPU (named shards and unassigned) over its S shard-days
+         # the fleet's CPU (named shards and unassigned, its landing too) over its S shard-days
          "fleet_cpu_seconds_per_shard_day": med([
              (sum(n["cpu_seconds"] for n in f["named"].values())
-              + f["unassigned"]["cpu_seconds"]) / (S * inp["days"]) for f in cost]),
+              + f["unassigned"]["cpu_seconds"]
+              + (f.get("account_landing") or {}).get("cpu_seconds", 0.0)) / (S * inp["days"])
+             for f in cost]),
          "runs": reps}
     if p["floor_extract_s0"]:
         p["per_shard_day_over_floor_s0"] = p["per_shard_day"]["seconds"] / p["floor_extract_s0"]
@@ -319,6 +346,28 @@ def summarise(S: int, reps: list[dict], inp: dict) -> dict:
         p["fleet_wall_over_floor_fleet"] = {w: v / p["floor_extract_fleet"]
                                             for w, v in p["fleet_wall_seconds"].items()}
     return p
+
+
+def growth_of(points: list[dict], scaling) -> dict:
+    """What grows with the account: least-squares lines of a shard's cost and its parts
+    against S (per added cluster, i.e. shard, of the fleet)."""
+    growth = {}
+    if len(points) > 1:
+        xs = [p["shards"] for p in points]
+        for what, key in (("per_shard_day_seconds", "seconds"),
+                          ("per_shard_day_cpu_seconds", "cpu_seconds"),
+                          ("landing_provider_seconds", "landing_provider_seconds"),
+                          ("take_seconds", "take_seconds"),
+                          ("landing_k8s_seconds", "landing_k8s_seconds"),
+                          ("build_seconds", "build_seconds")):
+            ys = [p["per_shard_day"][key] for p in points]
+            if not all(ys):  # a part this mode has not (no take when not routed): no line
+                continue
+            f = scaling.fit(xs, ys)
+            growth[what] = {"intercept": f["intercept_seconds"],
+                            "per_shard": f["slope_seconds_per_million_records"] / 1e6,
+                            "r2": f["r2"]}
+    return growth
 
 
 def table(points: list[dict], workers: list[int]) -> str:
@@ -334,21 +383,24 @@ def table(points: list[dict], workers: list[int]) -> str:
                            for w in workers)
         r0 = p.get("per_shard_day_over_floor_s0")
         r1 = p.get("single_over_floor_fleet")
+        un = p["unassigned"]["seconds"] + ((p.get("account_landing") or {}).get("seconds") or 0)
         lines.append(
             f"| {p['shards']} | {p['records_in']:,} | {d['seconds']:.2f} ({d['cpu_seconds']:.2f}) | "
             f"{d['seconds'] / base['per_shard_day']['seconds']:.2f} | "
-            f"{p['unassigned']['seconds']:.2f} | {walls} | {p['single']['seconds']:.2f} | "
+            f"{un:.2f} | {walls} | {p['single']['seconds']:.2f} | "
             f"{'' if r0 is None else f'{r0:.1f}×'} | {'' if r1 is None else f'{r1:.1f}×'} |")
     lines += ["", "Per shard-day, where the time goes (medians, seconds; records landed):", "",
-              "| S | records landed: provider + own k8s | load | of it: provider files | "
-              "own k8s files | build (staging+intermediate+marts) | commit | peak RSS MiB | "
-              "fleet CPU s per shard-day |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| S | records: provider (landed + taken) + own k8s | load | of it: provider "
+              "files | taken from the account | own k8s files | build "
+              "(staging+intermediate+marts) | commit | peak RSS MiB | fleet CPU s per shard-day |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p in points:
         d = p["per_shard_day"]
         lines.append(
-            f"| {p['shards']} | {d['provider_records']:,.0f} + {d['k8s_records']:,.0f} | "
+            f"| {p['shards']} | {d['provider_records'] + d['taken_records']:,.0f} + "
+            f"{d['k8s_records']:,.0f} | "
             f"{d['load_seconds']:.2f} | {d['landing_provider_seconds']:.2f} | "
+            f"{d['take_seconds']:.2f} | "
             f"{d['landing_k8s_seconds']:.2f} | {d['build_seconds']:.2f} | "
             f"{d['commit_seconds']:.2f} | {d['peak_rss_mib']:.0f} | "
             f"{p['fleet_cpu_seconds_per_shard_day']:.2f} |")
@@ -359,6 +411,7 @@ def table(points: list[dict], workers: list[int]) -> str:
 
 COLOURS = {"shard-day": "#1f77b4", "landing-provider": "#8c564b", "landing-k8s": "#e377c2",
            "build": "#17becf", "unassigned": "#bcbd22", "unsharded": "#7f7f7f",
+           "shard-day-whole": "#aec7e8", "take": "#98df8a", "whole-w1": "#ff9896",
            1: "#d62728", 2: "#2ca02c", 4: "#ff7f0e", 8: "#9467bd"}
 
 
@@ -401,7 +454,8 @@ def _panel(x0: float, width: float, points: list[dict], series: dict, labels: di
     for i, (key, pts) in enumerate(series.items()):
         c = COLOURS.get(key, "#333")
         cls = key if isinstance(key, str) else f"fleet-w{key}"
-        dash = ' stroke-dasharray="6 4"' if key in ("unsharded", "unassigned") else ""
+        dash = (' stroke-dasharray="6 4"'
+                if key in ("unsharded", "unassigned", "shard-day-whole", "whole-w1") else "")
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
         out.append(f'<polyline class="{cls}" points="{path}" fill="none" stroke="{c}"{dash}/>')
         for x, y in pts:
@@ -414,29 +468,43 @@ def _panel(x0: float, width: float, points: list[dict], series: dict, labels: di
     return out
 
 
-def svg_chart(points: list[dict], workers: list[int], title: str) -> str:
+def _unassigned_seconds(p: dict) -> float:
+    """The __unassigned__ shard's two runs of a routed fleet (landing, build), or its one."""
+    return p["unassigned"]["seconds"] + ((p.get("account_landing") or {}).get("seconds") or 0)
+
+
+def svg_chart(points: list[dict], workers: list[int], title: str,
+              whole: list[dict] | None = None) -> str:
     """Two panels against S: on the left a shard's cost (median over the named shards,
-    whiskers min-max) and its parts, the unassigned shard; on the right the fleet's wall time
-    per W and the whole fleet run unsharded."""
+    whiskers min-max) and its parts, the unassigned shard, and with `whole` (the same grid,
+    every shard landing every provider file) that mode's shard-day and its provider landing;
+    on the right the fleet's wall time per W (and `whole`'s with one worker) and the whole
+    fleet run unsharded."""
     W, H = 960, 470
     left = {"shard-day": [(p["shards"], p["per_shard_day"]["seconds"]) for p in points],
-            "landing-provider": [(p["shards"], p["per_shard_day"]["landing_provider_seconds"])
-                                 for p in points],
+            "take": [(p["shards"], p["per_shard_day"]["take_seconds"]) for p in points],
             "landing-k8s": [(p["shards"], p["per_shard_day"]["landing_k8s_seconds"])
                             for p in points],
             "build": [(p["shards"], p["per_shard_day"]["build_seconds"]) for p in points],
-            "unassigned": [(p["shards"], p["unassigned"]["seconds"]) for p in points]}
+            "unassigned": [(p["shards"], _unassigned_seconds(p)) for p in points]}
     right: dict = {w: [(p["shards"], p["fleet_wall_seconds"][str(w)]) for p in points
                        if str(w) in p["fleet_wall_seconds"]] for w in workers}
+    if whole:
+        left["shard-day-whole"] = [(p["shards"], p["per_shard_day"]["seconds"]) for p in whole]
+        left["landing-provider"] = [(p["shards"], p["per_shard_day"]["landing_provider_seconds"])
+                                    for p in whole]
+        right["whole-w1"] = [(p["shards"], p["fleet_wall_seconds"]["1"]) for p in whole]
     right["unsharded"] = [(p["shards"], p["single"]["seconds"]) for p in points]
     labels = {"shard-day": "a named shard's run (cost per shard-day)",
-              "landing-provider": "of it: landing the provider's files",
+              "take": "of it: taking its provider rows from the account",
               "landing-k8s": "of it: landing its own Kubernetes files",
               "build": "of it: build (staging, intermediate, marts)",
-              "unassigned": "the __unassigned__ shard's run",
+              "unassigned": "the __unassigned__ shard (landing + build)",
+              "shard-day-whole": "a named shard landing every provider file",
+              "landing-provider": "of it: landing the provider's files",
+              "whole-w1": "fleet wall, 1 worker, every shard landing every provider file",
               "unsharded": "the whole fleet unsharded (one run)",
-              **{w: f"fleet wall, {w} worker{'s' if w != 1 else ''} (shards, then unassigned)"
-                 for w in workers}}
+              **{w: f"fleet wall, {w} worker{'s' if w != 1 else ''}" for w in workers}}
     spans = {p["shards"]: [n["seconds"] for r in p["runs"] for f in r["fleets"]
                            if f["workers"] == 1 for n in f["named"].values()] for p in points}
     out = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
@@ -460,6 +528,10 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shards", default="1,2,4,8", help="shard counts S (comma-separated)")
     ap.add_argument("--workers", default="1,2", help="concurrent worker processes W")
+    ap.add_argument("--modes", default="routed,whole",
+                    help="routed: the named shards take their provider rows from the "
+                         "__unassigned__ warehouse (the fleet flow's order); whole: each lands "
+                         "every provider file (one worker only)")
     ap.add_argument("--nodes", type=int, default=20, help="simulated GPU node slots per cluster")
     ap.add_argument("--scale", type=float, default=4, help="jobs per session / requests scale")
     ap.add_argument("--endpoints", type=int, default=4, help="serverless endpoints per cluster")
@@ -485,7 +557,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"inputs ready in {time.perf_counter() - t0:.1f} s ({a.cache / a.key})",
           file=sys.stderr, flush=True)
     work = a.cache / a.key / "work"
-    reps: dict[int, list[dict]] = {S: [] for S in ss}
+    modes = [m for m in ("routed", "whole") if m in a.modes.split(",")]
+    if not modes:
+        raise SystemExit("--modes: routed, whole or both")
+    reps = {m: {S: [] for S in ss} for m in modes}
     rng = random.Random(a.seed)
     for rep in range(a.runs):
         order = ss[:]
@@ -493,51 +568,57 @@ def main(argv: list[str] | None = None) -> int:
         for S in order:
             tree = trees[S]
             warm(tree)
-            r = {"fleets": []}
-            for w in ws:
-                f = fleet(tree, work / f"s{S}-w{w}", S, w)
-                r["fleets"].append(f)
-                secs = sorted(n["seconds"] for n in f["named"].values())
-                print(f"run {rep + 1}/{a.runs}  S={S} W={w}: fleet {f['wall_seconds']:.2f} s "
-                      f"(named {', '.join(f'{x:.2f}' for x in secs)} s; unassigned "
-                      f"{f['unassigned']['seconds']:.2f} s); tie-out ok",
-                      file=sys.stderr, flush=True)
-            r["single"] = single(tree, work / f"s{S}-single")
-            print(f"run {rep + 1}/{a.runs}  S={S} unsharded: {r['single']['seconds']:.2f} s, "
-                  f"{r['single']['records_in']:,} records", file=sys.stderr, flush=True)
-            if harness is not None:
-                r["floor_fleet"] = floor(tree, harness)
-                r["floor_s0"] = floor(a.cache / a.key / f"input-s{S}-s0", harness)
-            reps[S].append(r)
-    points = [summarise(S, reps[S], json.loads((trees[S] / ".complete").read_text())
-                        | {"days": a.days}) for S in ss]
-
-    growth = {}
-    if len(points) > 1:  # what grows with the account: per added cluster (shard) of the fleet
-        xs = [p["shards"] for p in points]
-        for what, key in (("per_shard_day_seconds", "seconds"),
-                          ("per_shard_day_cpu_seconds", "cpu_seconds"),
-                          ("landing_provider_seconds", "landing_provider_seconds"),
-                          ("landing_k8s_seconds", "landing_k8s_seconds"),
-                          ("build_seconds", "build_seconds")):
-            f = scaling.fit(xs, [p["per_shard_day"][key] for p in points])
-            growth[what] = {"intercept": f["intercept_seconds"],
-                            "per_shard": f["slope_seconds_per_million_records"] / 1e6,
-                            "r2": f["r2"]}
+            single_run = floors = None
+            for mode in rng.sample(modes, len(modes)):
+                r = {"fleets": []}
+                for w in ws if mode == "routed" else [1]:
+                    f = fleet(tree, work / f"s{S}-w{w}", S, w, routed=mode == "routed")
+                    r["fleets"].append(f)
+                    secs = sorted(n["seconds"] for n in f["named"].values())
+                    print(f"run {rep + 1}/{a.runs}  S={S} {mode} W={w}: fleet "
+                          f"{f['wall_seconds']:.2f} s (named "
+                          f"{', '.join(f'{x:.2f}' for x in secs)} s; unassigned "
+                          f"{_unassigned_seconds(f):.2f} s); tie-out ok",
+                          file=sys.stderr, flush=True)
+                if single_run is None:  # the same reference for both modes
+                    single_run = single(tree, work / f"s{S}-single")
+                    print(f"run {rep + 1}/{a.runs}  S={S} unsharded: "
+                          f"{single_run['seconds']:.2f} s, {single_run['records_in']:,} records",
+                          file=sys.stderr, flush=True)
+                    if harness is not None:
+                        floors = {"floor_fleet": floor(tree, harness),
+                                  "floor_s0": floor(a.cache / a.key / f"input-s{S}-s0",
+                                                    harness)}
+                r["single"] = single_run
+                r.update(floors or {})
+                reps[mode][S].append(r)
+    results = {}
+    for mode in modes:
+        points = [summarise(S, reps[mode][S], json.loads((trees[S] / ".complete").read_text())
+                            | {"days": a.days}) for S in ss]
+        results[mode] = {"points": points, "growth_with_shards": growth_of(points, scaling)}
     args = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()}
     result = {"sha": sha, "key": a.key, "args": args,
               "load_avg_start": load0, "load_avg_end": os.getloadavg(), "cpus": os.cpu_count(),
-              "workers": ws, "growth_with_shards": growth, "points": points}
+              "workers": ws, "modes": results}
     a.out.mkdir(parents=True, exist_ok=True)
     name = f"shards-{result['sha']}-{a.key}{'-' + a.label if a.label else ''}"
     (a.out / f"{name}.json").write_text(json.dumps(result, indent=1, default=str))
+    first = results[modes[0]]["points"]
     (a.out / f"{name}.svg").write_text(svg_chart(
-        points, ws, f"shards of one account: {a.nodes} nodes/cluster, scale {a.scale:g}, "
-        f"{a.days} day(s), median of {a.runs}"))
-    print(table(points, ws))
-    for what, g in growth.items():
-        print(f"{what}: {g['intercept']:.3f} s + {g['per_shard']:.3f} s per shard (S), "
-              f"R² = {g['r2']:.3f}")
+        first, ws if modes[0] == "routed" else [1],
+        f"shards of one account: {a.nodes} nodes/cluster, scale {a.scale:g}, "
+        f"{a.days} day(s), median of {a.runs}",
+        whole=results["whole"]["points"] if modes[0] != "whole" and "whole" in results else None))
+    for mode in modes:
+        print(f"## {mode}: " + ("the named shards take their provider rows from the "
+                                "__unassigned__ warehouse, landed first" if mode == "routed" else
+                                "every named shard lands every provider file") + "\n")
+        print(table(results[mode]["points"], ws if mode == "routed" else [1]))
+        for what, g in results[mode]["growth_with_shards"].items():
+            print(f"{what}: {g['intercept']:.3f} s + {g['per_shard']:.3f} s per shard (S), "
+                  f"R² = {g['r2']:.3f}")
+        print()
     print(f"load average {load0[0]:.2f} at the start, {result['load_avg_end'][0]:.2f} at the end; "
           f"{os.cpu_count()} CPUs")
     print(f"wrote {a.out / name}.json and .svg")

@@ -1,11 +1,14 @@
 """bench/shards.py (cost per shard-day as shards grow, the fleet's wall time with workers) on a
-tiny grid: two fleets (1 and 2 clusters of 2 nodes sharing one account), the sequential pass
-(one worker) through the command line, and the two-shard fleet once through a pool of two.
+tiny grid: two fleets (1 and 2 clusters of 2 nodes sharing one account), both modes (routed:
+the named shards take their provider rows from the `__unassigned__` warehouse landed first;
+whole: each lands every provider file), the sequential pass (one worker) through the command
+line, and the two-shard fleet once through a pool of two.
 
-What the harness reports must add up with what recon/shards.py says a shard lands: every file
-outside a `cluster=` folder (the account's provider files) in every shard, and each cluster's
-`k8s/cluster=<c>/` files in the one shard naming it (`keeps_path`), so the named shards'
-Kubernetes records sum to the unsharded run's and each shard's provider records equal it."""
+What the harness reports must add up with what recon/shards.py says a shard lands: each
+cluster's `k8s/cluster=<c>/` files in the one shard naming it (`keeps_path`), so the named
+shards' Kubernetes records sum to the unsharded run's; every file outside a `cluster=` folder
+(the account's provider files) in every shard of the whole mode, and in the routed mode only in
+`__unassigned__`, the named shards taking a part of its rows."""
 
 from __future__ import annotations
 
@@ -42,11 +45,16 @@ def bench(tmp_path_factory) -> dict:
             "stdout": buf.getvalue(), "cache": root / "cache"}
 
 
-def test_every_fleet_run_ties_out_and_the_shards_bills_add_up_to_the_accounts(bench):
+def _points(bench, mode: str = "routed") -> list[dict]:
+    return bench["res"]["modes"][mode]["points"]
+
+
+@pytest.mark.parametrize("mode", ["routed", "whole"])
+def test_every_fleet_run_ties_out_and_the_shards_bills_add_up_to_the_accounts(bench, mode):
     res = bench["res"]
-    assert [p["shards"] for p in res["points"]] == [1, 2]
+    assert [p["shards"] for p in _points(bench, mode)] == [1, 2]
     assert res["workers"] == [1]
-    for p in res["points"]:
+    for p in _points(bench, mode):
         assert p["tieout_ok"] is True
         for rep in p["runs"]:
             assert [f["workers"] for f in rep["fleets"]] == [1]
@@ -58,7 +66,7 @@ def test_every_fleet_run_ties_out_and_the_shards_bills_add_up_to_the_accounts(be
 
 
 def test_each_shard_lands_the_whole_accounts_provider_files_and_its_own_clusters_only(bench):
-    for p in bench["res"]["points"]:
+    for p in _points(bench, "whole"):
         for rep in p["runs"]:
             single = rep["single"]["landing"]
             for f in rep["fleets"]:
@@ -76,16 +84,38 @@ def test_each_shard_lands_the_whole_accounts_provider_files_and_its_own_clusters
                 assert f["unassigned"]["landing"]["k8s"]["files"] == 0
         assert p["single"]["provider_files"] == p["input"]["provider_files"]
     # the growth fit through two points is the line through them
-    g = bench["res"]["growth_with_shards"]["landing_provider_seconds"]
-    one, two = (p["per_shard_day"]["landing_provider_seconds"] for p in bench["res"]["points"])
+    g = bench["res"]["modes"]["whole"]["growth_with_shards"]["landing_provider_seconds"]
+    one, two = (p["per_shard_day"]["landing_provider_seconds"] for p in _points(bench, "whole"))
     assert g["per_shard"] == pytest.approx(two - one) and g["intercept"] == pytest.approx(2 * one - two)
     # two clusters' pulls side by side: the two-shard fleet's account holds more provider records
-    one, two = (p["single"]["provider_records"] for p in bench["res"]["points"])
+    one, two = (p["single"]["provider_records"] for p in _points(bench, "whole"))
     assert two > one
 
 
+def test_routed_the_account_lands_once_and_each_shard_takes_a_part_of_it(bench):
+    for p in _points(bench):
+        for rep in p["runs"]:
+            single = rep["single"]["landing"]
+            for f in rep["fleets"]:
+                named = list(f["named"].values())
+                landed = f["account_landing"]
+                # __unassigned__ lands every provider file once, first, and builds after
+                assert landed["landing"]["provider"]["records"] == single["provider"]["records"]
+                assert landed["landing"]["provider"]["files"] == single["provider"]["files"]
+                assert "staging" not in landed["stages"] and "staging" in f["unassigned"]["stages"]
+                assert f["unassigned"]["landing"]["provider"]["records"] == \
+                    single["provider"]["records"]  # unchanged: counted, not read again
+                for r in named:
+                    assert r["landing"]["provider"]["files"] == 0  # none landed from disk
+                    t = r["taken"]
+                    assert 0 < t["records"] < t["account_records"] and r["take_seconds"] > 0
+                    assert r["take_seconds"] <= r["stages"]["load"]
+                assert sum(r["landing"]["k8s"]["records"] for r in named) == \
+                    single["k8s"]["records"] > 0
+
+
 def test_cost_per_shard_day_is_the_median_of_the_named_shards_of_the_sequential_pass(bench):
-    for p in bench["res"]["points"]:
+    for p in _points(bench):
         seq = [f for rep in p["runs"] for f in rep["fleets"] if f["workers"] == 1]
         secs = [n["seconds"] for f in seq for n in f["named"].values()]
         assert p["per_shard_day"]["seconds"] == statistics.median(secs)
@@ -93,37 +123,44 @@ def test_cost_per_shard_day_is_the_median_of_the_named_shards_of_the_sequential_
             f["unassigned"]["seconds"] for f in seq)
         assert p["shard_days"] == p["shards"]  # one day of input: S shards are S shard-days
         assert p["fleet_cpu_seconds_per_shard_day"] == statistics.median(
-            (sum(n["cpu_seconds"] for n in f["named"].values()) + f["unassigned"]["cpu_seconds"])
-            / p["shards"] for f in seq)
+            (sum(n["cpu_seconds"] for n in f["named"].values()) + f["unassigned"]["cpu_seconds"]
+             + f["account_landing"]["cpu_seconds"]) / p["shards"] for f in seq)
         for f in seq:
             # sequential: the fleet's wall covers every child process one after another
             assert f["wall_seconds"] >= sum(n["process_wall"] for n in f["named"].values()) + \
-                f["unassigned"]["process_wall"]
-            for n in [*f["named"].values(), f["unassigned"]]:
-                # the split of landing is within the landing stage, which is within the run
-                split = n["landing"]["provider"]["seconds"] + n["landing"]["k8s"]["seconds"]
+                f["unassigned"]["process_wall"] + f["account_landing"]["process_wall"]
+            for n in [*f["named"].values(), f["unassigned"], f["account_landing"]]:
+                # the split of landing (and the take) is within the landing stage, which is
+                # within the run
+                split = (n["landing"]["provider"]["seconds"] + n["landing"]["k8s"]["seconds"]
+                         + n["take_seconds"])
                 assert 0 < split <= n["stages"]["load"] < n["seconds"] < n["process_wall"]
 
 
 def test_the_table_and_the_chart_show_one_point_per_shard_count(bench):
-    res, svg = bench["res"], ET.fromstring(bench["svg"])
-    rows = [ln for ln in bench["stdout"].splitlines() if ln.startswith("| 1 |")
-            or ln.startswith("| 2 |")]
-    assert len(rows) == 4  # the main table and the breakdown, one row per S each
-    for p in res["points"]:
+    svg = ET.fromstring(bench["svg"])
+    routed, whole = bench["stdout"].split("## whole")
+    assert routed.startswith("## routed")
+    rows, others = ([ln for ln in part.splitlines() if ln.startswith(("| 1 |", "| 2 |"))]
+                    for part in (routed, whole))
+    assert len(rows) == len(others) == 4  # per mode, the table and the breakdown, a row per S
+    for p in _points(bench):
         row = next(r for r in rows if r.startswith(f"| {p['shards']} | {p['records_in']:,} |"))
         cells = [c.strip() for c in row.strip("|").split("|")]
         d = p["per_shard_day"]
         assert cells[2] == f"{d['seconds']:.2f} ({d['cpu_seconds']:.2f})"
+        assert cells[4] == f"{p['unassigned']['seconds'] + p['account_landing']['seconds']:.2f}"
         assert cells[5] == f"{p['fleet_wall_seconds']['1']:.2f}"
         assert cells[6] == f"{p['single']['seconds']:.2f}"
-    for cls, key in (("shard-day", lambda p: p["per_shard_day"]["seconds"]),
-                     ("unsharded", lambda p: p["single"]["seconds"]),
-                     ("fleet-w1", lambda p: p["fleet_wall_seconds"]["1"])):
+    for cls, key, mode in (("shard-day", lambda p: p["per_shard_day"]["seconds"], "routed"),
+                           ("unsharded", lambda p: p["single"]["seconds"], "routed"),
+                           ("fleet-w1", lambda p: p["fleet_wall_seconds"]["1"], "routed"),
+                           ("shard-day-whole", lambda p: p["per_shard_day"]["seconds"], "whole"),
+                           ("whole-w1", lambda p: p["fleet_wall_seconds"]["1"], "whole")):
         dots = [e for e in svg.iter(f"{SVG}circle") if e.get("class") == cls]
         assert [int(e.get("data-shards")) for e in dots] == [1, 2]
         assert [float(e.get("data-seconds")) for e in dots] == pytest.approx(
-            [key(p) for p in res["points"]], abs=1e-4)
+            [key(p) for p in _points(bench, mode)], abs=1e-4)
         # higher seconds is higher on the chart (smaller y)
         ys = {float(e.get("data-seconds")): float(e.get("cy")) for e in dots}
         lo, hi = min(ys), max(ys)
@@ -151,8 +188,9 @@ def test_a_pool_of_two_runs_the_named_shards_side_by_side_and_unassigned_after_t
     named = [n["process_wall"] for n in f["named"].values()]
     # the named shards overlap: their phase is shorter than the two children one after another
     assert max(named) <= f["named_wall_seconds"] < sum(named)
-    # unassigned waits for the named shards' claims
-    assert f["wall_seconds"] >= f["named_wall_seconds"] + f["unassigned"]["process_wall"]
+    # they wait for the account's landing, and unassigned's build for their claims
+    assert f["wall_seconds"] >= (f["account_landing"]["process_wall"] + f["named_wall_seconds"]
+                                 + f["unassigned"]["process_wall"])
     assert not (bench["cache"] / key / "work-w2").exists()  # the warehouses are removed
 
 
