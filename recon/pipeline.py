@@ -220,6 +220,8 @@ def run(input_dir: str | Path, db: str | Path | None = DEFAULT_DB, config: str |
                                   settle_seconds=settle_seconds, limits=cfg.landing,
                                   source_root=got.url if got is not None else None, keep=keep)
             taken = None
+            if shard == shards.UNASSIGNED:  # the named shards find their pods' rows by it
+                shards.index_account(con)
             if account is not None:
                 stage("taking the shard's rows from the account's warehouse")
                 taken = shards.take_account(con, cfg, shard, account)

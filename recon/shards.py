@@ -57,6 +57,9 @@ SHARD_DDL = (
     "create table if not exists meta.shard_candidates (resource_id varchar primary key)",
     "create table if not exists meta.shard_imports (source_file varchar primary key, "
     "sha256 varchar not null, account_sha256 varchar, records bigint not null)",
+    # the account's files as its last take saw them (sha256): the unchanged ones are not read
+    "create table if not exists meta.shard_account_files (source_file varchar primary key, "
+    "sha256 varchar)",
 )
 ACCOUNT = "recon_account"  # the account's warehouse, attached read-only during an import
 IMPORTED = "imported"  # raw.files.skip_reason's prefix for a file imported from the account
@@ -185,29 +188,62 @@ def apply(con, cfg, shard: str | None, claims: list[str] | None) -> None:
 
 # ----------------------------------------------------------------------------- the account's rows
 
+# The account's pod rows, by raw table: which rows are a pod's, and the pod's id.
+POD_ROWS = {"runpod_billing": ("source in ('v2_pods', 'v1_pods')", "doc ->> '$.podId'"),
+            "runpod_inventory": ("inventory_kind = 'pods'", "doc ->> '$.id'")}
+INDEX_DDL = ("create table if not exists meta.account_pod_rows (source_file varchar not null, "
+             "tbl varchar not null, locator varchar, pod_id varchar)")
+
+
+def index_account(con) -> None:
+    """The `__unassigned__` shard, after landing, in the run's transaction: which of its raw
+    rows are a pod's, and which pod's (`meta.account_pod_rows`: source file, raw table, the
+    row's locator, unique in its file, and the pod id), for the files landed in this
+    transaction (every file, the first time). A named shard finds its pods' rows through it
+    with a join, instead of reading the JSON of the account's whole history every day."""
+    con.execute(INDEX_DDL)
+    firsts = dict(con.execute(
+        "select tbl, first_rowid from _recon_first_rowids where txid = txid_current()").fetchall()
+        if con.execute("select count(*) from duckdb_tables() where temporary and table_name = "
+                       "'_recon_first_rowids'").fetchone()[0] else [])
+    if not firsts or not con.execute("select count(*) from meta.account_pod_rows").fetchone()[0]:
+        con.execute("delete from meta.account_pod_rows")  # built from every row
+        firsts = {}
+    else:  # the files landed again (their old rows went) and any gone from the ledger
+        con.execute("delete from meta.account_pod_rows where source_file in (select source_file "
+                    "from _recon_landed_files where txid = txid_current()) or source_file not in "
+                    "(select source_file from raw.files)")
+    for t, (where, pod) in POD_ROWS.items():
+        con.execute(f"insert into meta.account_pod_rows select source_file, '{t}', locator, "
+                    f"{pod} from raw.{t} where {where} and rowid >= {int(firsts.get(t, 0))}")
+
+
 def _takes(table: str) -> str:
-    """SQL over the account's raw row `r` of `table`: whether a routed named shard takes it.
+    """SQL over the account's raw row `r` of `table`, one of the files looked at
+    (`_recon_look`): whether a routed named shard takes it.
 
     A pod's row (its bill, its inventory) is taken when the pod is one of the shard's
-    candidates (`meta.shard_candidates`); a pod row whose id cannot be read is taken too:
-    taking too much costs time, taking too little would lose a claimed pod's bill. The GPU
-    catalog (list prices) and FOCUS exports (other clouds' charges) are taken whole: a fixed
-    amount whatever the fleet's size. Never taken: the rows of serverless endpoints and network
-    volumes (no node runs on one) and the account's own rows (its hourly totals, the balance,
-    v1 totals by GPU type, invoices), all `__unassigned__`'s: a named shard holds its own
-    resources' bill only, so that its account-wide checks (the gate's account tie-out, the
-    invoice check) are not run against a part of the bill. Kubernetes rows of files outside
-    `cluster=` folders are taken by their `cluster`."""
-    cand = "(select resource_id from meta.shard_candidates)"
-    pod = f"coalesce(r.doc ->> '$.podId' in {cand}, true)"
-    if table == "runpod_billing":
-        return f"case when r.source in ('v2_pods', 'v1_pods') then {pod} else false end"
-    if table == "runpod_inventory":
-        return (f"case r.inventory_kind when 'pods' then coalesce(r.doc ->> '$.id' in {cand}, true) "
-                "when 'gpu_catalog' then true else false end")
+    candidates (`meta.shard_candidates`), found through the account's index of its pod rows; a
+    pod row whose id cannot be read is taken too: taking too much costs time, taking too little
+    would lose a claimed pod's bill. The GPU catalog (list prices) and FOCUS exports (other
+    clouds' charges) are taken whole: a fixed amount whatever the fleet's size. Never taken:
+    the rows of serverless endpoints and network volumes (no node runs on one) and the
+    account's own rows (its hourly totals, the balance, v1 totals by GPU type, invoices), all
+    `__unassigned__`'s: a named shard holds its own resources' bill only, so that its
+    account-wide checks (the gate's account tie-out, the invoice check) are not run against a
+    part of the bill. Kubernetes rows of files outside `cluster=` folders are taken by their
+    `cluster`."""
+    look = "r.source_file in (select source_file from _recon_look)"
+    if table in POD_ROWS:
+        pods = (f"(r.source_file, r.locator) in (select (source_file, locator) from "
+                f"{ACCOUNT}.meta.account_pod_rows where tbl = '{table}' and source_file in "
+                "(select source_file from _recon_look) and (pod_id is null or pod_id in "
+                "(select resource_id from meta.shard_candidates)))")
+        other = " or r.inventory_kind = 'gpu_catalog'" if table == "runpod_inventory" else ""
+        return f"{look} and ({pods}{other})"
     if table in ("k8s_objects", "prometheus_series"):
-        return "r.cluster in (select cluster from _recon_own_clusters)"
-    return "true" if table == "focus_rows" else "false"
+        return f"{look} and r.cluster in (select cluster from _recon_own_clusters)"
+    return look if table == "focus_rows" else "false"
 
 
 def _candidates(con, cfg, everything: bool) -> None:
@@ -217,7 +253,8 @@ def _candidates(con, cfg, everything: bool) -> None:
     kube-state-metrics series (with `use_node_name`). A superset of the claims the build will
     make (`intermediate.int_k8s__node_resources`, the one node <-> resource mapping; checked
     after the build by `check_candidates`). Read: the rows landed in this transaction (all of
-    them with `everything`) and the Kubernetes rows being taken from the account."""
+    them with `everything`) and the Kubernetes rows being taken from the account. The ids new
+    to the table are `_recon_cand_new`."""
     firsts = {} if everything else dict(con.execute(
         "select tbl, first_rowid from _recon_first_rowids where txid = txid_current()").fetchall())
 
@@ -235,9 +272,11 @@ def _candidates(con, cfg, everything: bool) -> None:
     if cfg.mapping.use_node_name:
         parts += [f"select doc ->> '$.spec.nodeName' from {k8s} where kind = 'Pod'",
                   f"select doc ->> '$.metric.node' from {prom}"]
-    con.execute("insert or ignore into meta.shard_candidates select distinct id from ("
-                + " union all ".join(parts) + ") where id is not null and id <> ''",
+    con.execute("create or replace temp table _recon_cand_new as select distinct id as "
+                "resource_id from (" + " union all ".join(parts) + ") where id is not null and "
+                "id <> '' and id not in (select resource_id from meta.shard_candidates)",
                 {"label": cfg.mapping.node_label, "prefix": cfg.mapping.provider_id_prefix})
+    con.execute("insert into meta.shard_candidates select resource_id from _recon_cand_new")
 
 
 def take_account(con, cfg, shard: str, account: str | Path) -> dict:
@@ -245,14 +284,17 @@ def take_account(con, cfg, shard: str, account: str | Path) -> dict:
     `__unassigned__` shard's, which landed every provider file first) instead of landing the
     account's files, so that a shard's cost follows its own resources, not the account's.
 
-    In the run's transaction, after the shard's own `cluster=` folders landed: the account's
-    Kubernetes rows of the shard's clusters (files outside `cluster=` folders), then the ids the
-    shard's nodes may claim (`_candidates`), then the provider rows `_takes` selects. Each of
-    the account's files the shard holds rows of is a file of this warehouse's `raw.files` under
-    its own name, its sha256 that of the rows taken (the account file's and their record
-    numbers), so that incremental staging sees a file whose taken rows changed as replaced.
-    Records that are not taken are counted, not lost: the account's warehouse holds every one,
-    landed or quarantined. Returns the counts."""
+    In the run's transaction, after the shard's own `cluster=` folders landed. Only the
+    account's files that can change what the shard holds are looked at (`_recon_look`): the
+    ones new or changed since its last take, the ones gone, and the ones holding a row of a pod
+    that became a candidate in this run (found in the account's index, `index_account`). Of
+    them: the Kubernetes rows of the shard's clusters (files outside `cluster=` folders), then
+    the ids the shard's nodes may claim (`_candidates`), then the rows `_takes` selects. Each
+    account file the shard holds rows of is a file of this warehouse's `raw.files` under its
+    own name, its sha256 that of the rows taken (the account file's and their locators), so
+    that incremental staging sees a file whose taken rows changed as replaced. Records that
+    are not taken are counted, not lost: the account's warehouse holds every one, landed or
+    quarantined. Returns the counts."""
     from .ingest.raw_tables import TABLES
 
     path = Path(account)
@@ -273,29 +315,45 @@ def take_account(con, cfg, shard: str, account: str | Path) -> dict:
         raise ValueError(f"account: {account} holds "
                          f"{'shard ' + repr(held) if held else 'an unsharded run'}, not the "
                          f"{UNASSIGNED} shard, which lands the account's provider files")
+    if not con.execute("select count(*) from duckdb_tables() where database_name = ? and "
+                       "schema_name = 'meta' and table_name = 'account_pod_rows'",
+                       [ACCOUNT]).fetchone()[0]:
+        raise ValueError(f"account: {account} has no index of its pod rows: land it with "
+                         "`recon run --shard __unassigned__ --land-only` first")
     con.execute("create or replace temp table _recon_own_clusters as "
                 "select unnest(?::varchar[]) as cluster", [list(cfg.shards[shard])])
     everything = not con.execute("select count(*) from meta.shard_candidates").fetchone()[0]
+    # the account's files new or changed since the last take, and the ones gone from it
+    con.execute(f"""create or replace temp table _recon_look as
+        select source_file from {ACCOUNT}.raw.files a where not exists (
+            select 1 from meta.shard_account_files c
+            where c.source_file = a.source_file and c.sha256 is not distinct from a.sha256)
+        union
+        select source_file from meta.shard_account_files
+        where source_file not in (select source_file from {ACCOUNT}.raw.files)""")
     order = ["k8s_objects", "prometheus_series", *[t for t in TABLES if t not in
                                                    ("k8s_objects", "prometheus_series")]]
     for t in order:
-        if t == "runpod_billing":  # the Kubernetes rows are in: the candidates follow them
-            _candidates(con, cfg, everything)
+        if t == "runpod_billing":  # the Kubernetes rows are in: the candidates follow them,
+            _candidates(con, cfg, everything)  # and the files of the pods they add
+            con.execute(f"insert into _recon_look select distinct source_file from "
+                        f"{ACCOUNT}.meta.account_pod_rows where pod_id in (select resource_id "
+                        "from _recon_cand_new) and source_file not in (select source_file "
+                        "from _recon_look)")
         con.execute(f"create or replace temp table _recon_take_{t} as select r.* from "
                     f"{ACCOUNT}.raw.{t} r where {_takes(t)}")
-    taken = " union all ".join(f"select source_file, '{t}' as tbl, record_no "
+    taken = " union all ".join(f"select source_file, '{t}' as tbl, locator "
                                f"from _recon_take_{t}" for t in order)
     con.execute(f"""create or replace temp table _recon_taken as
         select source_file, f.kind, f.sha256 as account_sha256, count(*) as records,
                sha256(coalesce(f.sha256, '') || '|' ||
-                      string_agg(tbl || ':' || record_no, ',' order by tbl, record_no))
-                   as sha256
+                      string_agg(tbl || ':' || locator, ',' order by tbl, locator)) as sha256
         from ({taken}) left join {ACCOUNT}.raw.files f using (source_file)
         group by source_file, f.kind, f.sha256""")
     gone = [r[0] for r in con.execute(
-        "select source_file from meta.shard_imports i where not exists (select 1 from "
-        "_recon_taken t where t.source_file = i.source_file and t.sha256 = i.sha256)"
-    ).fetchall()]
+        "select source_file from meta.shard_imports i where source_file in (select source_file "
+        "from _recon_look) and not exists (select 1 from _recon_taken t where "
+        "t.source_file = i.source_file and t.sha256 = i.sha256)").fetchall()]
     for f in gone:  # the rows taken of it changed, or none is taken any more
         for t in TABLES:
             con.execute(f"delete from raw.{t} where source_file = ?", [f])
@@ -312,19 +370,24 @@ def take_account(con, cfg, shard: str, account: str | Path) -> dict:
                 "from _recon_take_files")
     con.execute("insert into meta.shard_imports select source_file, sha256, account_sha256, "
                 "records from _recon_take_files")
+    con.execute("delete from meta.shard_account_files where source_file in "
+                "(select source_file from _recon_look)")
+    con.execute(f"insert into meta.shard_account_files select source_file, sha256 from "
+                f"{ACCOUNT}.raw.files where source_file in (select source_file from _recon_look)")
     if con.execute("select count(*) from duckdb_tables() where temporary and "
                    "table_name = '_recon_landed_files'").fetchone()[0]:
         con.execute("insert into _recon_landed_files select txid_current(), source_file "
                     "from _recon_take_files")
     out = dict(zip(("files", "records"), con.execute(
-        "select count(*), coalesce(sum(records), 0) from _recon_taken").fetchone()))
+        "select count(*), coalesce(sum(records), 0) from meta.shard_imports").fetchone()))
     out["changed"] = con.execute("select count(*) from _recon_take_files").fetchone()[0]
+    out["looked_at"] = con.execute("select count(*) from _recon_look").fetchone()[0]
     out["account_files"], out["account_records"] = con.execute(
         f"select count(*), coalesce(sum(records_loaded), 0) from {ACCOUNT}.raw.files"
     ).fetchone()
     out["account"] = str(path)
     for t in [*[f"_recon_take_{t}" for t in order], "_recon_taken", "_recon_take_files",
-              "_recon_own_clusters"]:
+              "_recon_own_clusters", "_recon_look", "_recon_cand_new"]:
         con.execute(f"drop table if exists {t}")
     con.execute(f"detach {ACCOUNT}")
     return out

@@ -166,7 +166,73 @@ def test_a_routed_shard_rerun_takes_nothing_again_and_keeps_its_rows(routed, tmp
     before = {t: _rows(a, t) for t in ("resource_day", "findings")}
     res = run(routed["tree"], a, shard="a", account=routed["u"])
     assert res.taken["changed"] == 0 and res.taken["files"] == routed["runs"]["a"].taken["files"]
+    assert res.taken["looked_at"] == 0  # no account file changed: none is read again
     assert {t: _rows(a, t) for t in ("resource_day", "findings")} == before
+
+
+def test_a_pod_that_becomes_a_candidate_later_gets_its_earlier_rows(routed, tmp_path):
+    """Shard a's first run sees none of its nodes (its Kubernetes files not yet collected but
+    one), so it takes no pod's rows. Its next run sees them: the account's files are unchanged,
+    yet the ones holding rows of the new candidates are read again, through the account's index
+    of its pod rows, and the shard ends as if it had seen everything at once."""
+    tree = tmp_path / "tree"
+    shutil.copytree(routed["tree"], tree)
+    own = tree / "k8s" / "cluster=c0"
+    later = tmp_path / "later"
+    later.mkdir()
+    for f in sorted(own.iterdir())[1:]:
+        f.rename(later / f.name)
+    a = tmp_path / "a.duckdb"
+    first = run(tree, a, shard="a", account=routed["u"])
+    con = connect(a, read_only=True)
+    pods = con.execute("select count(*) from whole.raw.runpod_billing").fetchone()[0]
+    con.close()
+    assert pods == 0 and first.taken["records"] > 0  # the GPU catalog only
+    for f in later.iterdir():
+        f.rename(own / f.name)
+    second = run(tree, a, shard="a", account=routed["u"])
+    t = second.taken
+    assert 0 < t["looked_at"] < t["account_files"] and t["changed"] > 0
+    assert t["records"] == routed["runs"]["a"].taken["records"]
+    for table in ("resource_day", "findings", "pod_buckets"):
+        assert _rows(a, table) == _rows(routed["a"], table), table
+
+
+def test_the_accounts_index_of_its_pod_rows_follows_each_landing(fleet, tmp_path):
+    """`__unassigned__` lists which of its raw rows are whose pod as files land: files added
+    by a later landing are added, a file landed again with other bytes is listed anew, and the
+    index always equals one made from every row at once."""
+    import json
+
+    tree = tmp_path / "tree"
+    shutil.copytree(fleet["tree"], tree)
+    aside = tmp_path / "pull=c1"
+    (tree / "runpod" / "pull=c1").rename(aside)
+    u = tmp_path / "u.duckdb"
+
+    def index_is_whole() -> int:
+        con = duckdb.connect(str(u), read_only=True)
+        got = Counter(con.execute("select * from meta.account_pod_rows").fetchall())
+        want = Counter(con.execute(
+            "select source_file, 'runpod_billing', locator, doc ->> '$.podId' from "
+            "raw.runpod_billing where source in ('v2_pods', 'v1_pods') union all "
+            "select source_file, 'runpod_inventory', locator, doc ->> '$.id' from "
+            "raw.runpod_inventory where inventory_kind = 'pods'").fetchall())
+        con.close()
+        assert got == want and max(got.values()) == 1
+        return sum(got.values())
+
+    run(tree, u, shard=shards.UNASSIGNED, land_only=True)
+    n1 = index_is_whole()
+    aside.rename(tree / "runpod" / "pull=c1")
+    run(tree, u, shard=shards.UNASSIGNED, land_only=True)
+    n2 = index_is_whole()
+    bill = sorted((tree / "runpod" / "pull=c1").glob("billing-pods-*.json"))[0]
+    doc = json.loads(bill.read_text())
+    doc["records"] = doc["records"][1:]  # the provider restated the file: one line fewer
+    bill.write_text(json.dumps(doc))
+    run(tree, u, shard=shards.UNASSIGNED, land_only=True)
+    assert 0 < n1 < n2 and index_is_whole() == n2 - 1
 
 
 def test_a_routed_shard_that_would_miss_a_claimed_bill_fails(routed, tmp_path):
