@@ -1,10 +1,13 @@
 """Shards by cluster that add up: each bill line reconciled by exactly one shard.
 
 A shard is a set of Kubernetes clusters (`[shards]` in recon.toml: `eu = ["gpu-eu"]`), run
-into its own warehouse (`recon run --shard eu`). The provider's bill is account-wide, so every
-shard lands every provider file and its own clusters' `cluster=<c>/` Kubernetes files, and
-builds the marts whole: the bill as the account sees it, next to its clusters' lifecycle. What
-is the shard's own is decided after the build, row by row:
+into its own warehouse (`recon run --shard eu`). The provider's bill is account-wide. One shard,
+`__unassigned__`, holds the account: it lands every provider file (first, `land_only`, in the
+fleet's order) and the clusters no shard names. A named shard lands its own clusters'
+`cluster=<c>/` Kubernetes files and, routed (`account`: the `__unassigned__` warehouse), takes
+from the account only the provider rows of the pods its nodes may run on (`take_account`), so
+that its cost follows its own resources; not routed, it lands every provider file itself.
+Each builds its marts whole. What is the shard's own is decided after the build, row by row:
 
 * a row of a cluster (workloads, nodes, pod lifecycles) belongs to the shard owning the
   cluster;
@@ -12,20 +15,21 @@ is the shard's own is decided after the build, row by row:
   the shard whose clusters' nodes run on it: the node <-> resource mapping of
   `intermediate.int_k8s__node_resources`, the resource's "claim" (`meta.shard_claims`);
 * every other row: resources no shard's nodes claim, the account's own rows (balance, savings
-  plans, invoices), clusters no shard names, belongs to one explicit shard, `__unassigned__`.
-  It runs after the named shards and reads their claims (`claims`: their warehouses, or the
-  folders their marts were published to).
+  plans, invoices), clusters no shard names, belongs to `__unassigned__`. It builds after the
+  named shards and reads their claims (`claims`: their warehouses, or the folders their marts
+  were published to).
 
 The marts stay whole in the warehouse, because models read them back across runs (the
 invoice tie-out reads every day of `marts.resource_day`; settlement follows each bill from
 pull to pull): deleting other shards' rows would make the next run's account-wide models wrong.
 Instead a read-only connection to a shard's warehouse (`recon.db.connect(read_only=True)`:
 reports, exports, publish, `recon query`) sees `marts.*` as the shard's own rows, through
-views over the attached file (`lens`). The whole account stays readable as
+views over the attached file (`lens`). The whole warehouse stays readable as
 `whole.marts.<table>` on that connection.
 
 `tieout` checks that the shards add up: per day, the shards' own billed amounts sum to the
-account's to the cent, every shard saw the same account, and no resource is claimed twice.
+account's to the cent, each named shard's bill of the resources it claims is the account's,
+and no resource is claimed twice.
 """
 
 from __future__ import annotations
