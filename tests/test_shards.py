@@ -198,6 +198,29 @@ def test_a_pod_that_becomes_a_candidate_later_gets_its_earlier_rows(routed, tmp_
         assert _rows(a, table) == _rows(routed["a"], table), table
 
 
+def test_a_routed_shard_takes_a_bill_the_account_landed_later_and_reads_nothing_else(routed,
+                                                                                    tmp_path):
+    """The daily case: the account lands a new file of shard a's pods' bill (a later pull);
+    shard a's next run reads that one file of the account's and ends as if the file had been
+    there from the start."""
+    tree = tmp_path / "tree"
+    shutil.copytree(routed["tree"], tree)
+    late = sorted((tree / "runpod" / "pull=c0").glob("billing-pods-*.json"))[0]
+    aside = tmp_path / late.name
+    late.rename(aside)
+    u, a = tmp_path / "u.duckdb", tmp_path / "a.duckdb"
+    run(tree, u, shard=shards.UNASSIGNED, land_only=True)
+    first = run(tree, a, shard="a", account=u)
+    assert _rows(a, "resource_day") != _rows(routed["a"], "resource_day")  # a bill missing
+    aside.rename(late)
+    run(tree, u, shard=shards.UNASSIGNED, land_only=True)
+    second = run(tree, a, shard="a", account=u)
+    assert second.taken["looked_at"] == 1 and second.taken["changed"] == 1
+    assert second.taken["files"] == first.taken["files"] + 1
+    for table in ("resource_day", "findings", "pod_buckets"):
+        assert _rows(a, table) == _rows(routed["a"], table), table
+
+
 def test_the_accounts_index_of_its_pod_rows_follows_each_landing(fleet, tmp_path):
     """`__unassigned__` lists which of its raw rows are whose pod as files land: files added
     by a later landing are added, a file landed again with other bytes is listed anew, and the
