@@ -27,10 +27,31 @@ class _VisibleFormatter(logging.Formatter):
         return visible(super().format(record))
 
 
+class _StderrNow(logging.StreamHandler):
+    """Writes to `sys.stderr` as it is when a record is logged, not as it was when the handler
+    was made (as logging's own last-resort handler does). `basicConfig` configures once per
+    process: a command run in-process again (a test's CliRunner, which swaps and then closes
+    stderr) would otherwise log into the first run's closed stream, and print "--- Logging
+    error ---" and a traceback into its own output instead of the record."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:  # StreamHandler.__init__ sets it: sys.stderr wins
+        pass
+
+
 def _logging(verbose: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    """Records of this command at INFO with -v, else ERROR, to stderr. The level is set on
+    every call: `basicConfig` acts once per process, and an earlier in-process command's -v
+    must not make this one verbose."""
+    handler = _StderrNow()
     handler.setFormatter(_VisibleFormatter("%(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, handlers=[handler])
+    level = logging.INFO if verbose else logging.ERROR
+    logging.basicConfig(level=level, handlers=[handler])
+    logging.getLogger().setLevel(level)
 
 
 def _day(s: str | None, option: str = "--day") -> date | None:

@@ -69,6 +69,15 @@ def fake_s3(mp, access_key: str, secret_key: str, buckets: tuple[str, ...] = ()
         yield fake
 
 
+class _QuietHandler(MotoRequestHandler):
+    """Without an access log: werkzeug logs each request at INFO through the root logger, and
+    with pytest's logging plugin off that is the CLI's own stderr handler, so a test reading a
+    command's error would read the fake's access lines too."""
+
+    def log_request(self, *args, **kwargs) -> None:
+        pass
+
+
 class FakeS3:
     def __init__(self) -> None:
         self._faults: list[_Fault] = []
@@ -76,7 +85,7 @@ class FakeS3:
         self.seen: list[tuple[str, str, str, int]] = []
         self._app = DomainDispatcherApplication(create_backend_app)
         self._server = make_server("127.0.0.1", 0, self._wsgi, threaded=True,
-                                   request_handler=MotoRequestHandler)
+                                   request_handler=_QuietHandler)
         self.endpoint = f"http://127.0.0.1:{self._server.server_port}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
