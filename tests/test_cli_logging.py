@@ -34,3 +34,15 @@ def test_a_second_in_process_command_logs_into_its_own_stderr_not_the_firsts_clo
         root.handlers.extend(saved[0])
         root.setLevel(saved[1])
     assert text == "ERROR recon.test: second run's error\n", text
+
+
+def test_a_command_leaves_the_level_of_logging_it_did_not_configure_alone(caplog):
+    """Under pytest's capture (or a program embedding the CLI), logging is someone else's: a
+    command without -v must not raise the root level to ERROR for everything that follows
+    (warnings other tests read from caplog went missing)."""
+    root = logging.getLogger()
+    before = root.level
+    _logging(verbose=False)
+    assert root.level == before
+    logging.getLogger("recon.test").warning("still seen")
+    assert "still seen" in caplog.text

@@ -44,14 +44,18 @@ class _StderrNow(logging.StreamHandler):
 
 
 def _logging(verbose: bool) -> None:
-    """Records of this command at INFO with -v, else ERROR, to stderr. The level is set on
-    every call: `basicConfig` acts once per process, and an earlier in-process command's -v
-    must not make this one verbose."""
+    """Records of this command at INFO with -v, else ERROR, to stderr. `basicConfig` acts once
+    per process: when the root logger holds this handler (the CLI configured logging), the
+    level is set again on every call, so that an earlier in-process command's -v does not make
+    this one verbose; when something else configured logging (pytest's capture, an embedding
+    program), its level is left alone."""
     handler = _StderrNow()
     handler.setFormatter(_VisibleFormatter("%(levelname)s %(name)s: %(message)s"))
     level = logging.INFO if verbose else logging.ERROR
     logging.basicConfig(level=level, handlers=[handler])
-    logging.getLogger().setLevel(level)
+    root = logging.getLogger()
+    if any(isinstance(h, _StderrNow) for h in root.handlers):
+        root.setLevel(level)
 
 
 def _day(s: str | None, option: str = "--day") -> date | None:
