@@ -383,7 +383,7 @@ def table(points: list[dict], workers: list[int]) -> str:
                            for w in workers)
         r0 = p.get("per_shard_day_over_floor_s0")
         r1 = p.get("single_over_floor_fleet")
-        un = p["unassigned"]["seconds"] + ((p.get("account_landing") or {}).get("seconds") or 0)
+        un = _unassigned_seconds(p)
         lines.append(
             f"| {p['shards']} | {p['records_in']:,} | {d['seconds']:.2f} ({d['cpu_seconds']:.2f}) | "
             f"{d['seconds'] / base['per_shard_day']['seconds']:.2f} | "

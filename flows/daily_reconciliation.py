@@ -144,10 +144,9 @@ def build_marts(landing_dir: str, db: str, day: date, config: str | None = None,
                   claims=claims, account=account, land_only=land_only)
     log = logger()
     if res.taken is not None:
-        t = res.taken
-        log.info("took %d record(s) of %d file(s) from the account's warehouse %s (%d record(s) "
-                 "of %d file(s)); %d file(s) new or changed", t["records"], t["files"],
-                 t["account"], t["account_records"], t["account_files"], t["changed"])
+        from recon.shards import describe_taken
+
+        log.info("the shard %s", describe_taken(res.taken))
     if res.mirror is not None:  # a bucket's landing area: what was downloaded into the cache
         log.info("%s", res.mirror.summary())
     log.info("%s: landed %d files: %d records in = %d loaded + %d quarantined + %d skipped; "

@@ -306,27 +306,22 @@ async def fleet_reconciliation(day: str | None = None, landing_dir: str = "data/
                                 settle_seconds, exports_dir or None, marts_dir or None, **kw)
 
     children: list[dict] = []
+
+    async def step(d: date, shards: list[str], **kw) -> None:
+        """Children of one step of day `d`, at the same time; the parent fails naming each one
+        that did not complete, once they all ended."""
+        done = await asyncio.gather(*(_run_child(deployment, s, d, params(s, d, **kw),
+                                                 poll_seconds, child_timeout_seconds)
+                                      for s in shards))
+        children.extend(done)
+        if err := _failed(done):
+            raise err
+
     for d in days:
         if take_from_account:
-            landed = await _run_child(deployment, UNASSIGNED, d,
-                                      params(UNASSIGNED, d, land_only=True), poll_seconds,
-                                      child_timeout_seconds)
-            children.append(landed)
-            if err := _failed([landed]):
-                raise err
-        routed = {"account": account} if take_from_account else {}
-        named = await asyncio.gather(*(_run_child(deployment, s, d, params(s, d, **routed),
-                                                  poll_seconds, child_timeout_seconds)
-                                       for s in names))
-        children += named
-        if err := _failed(named):
-            raise err
-        last = await _run_child(deployment, UNASSIGNED, d,
-                                params(UNASSIGNED, d, claims=warehouses), poll_seconds,
-                                child_timeout_seconds)
-        children.append(last)
-        if err := _failed([last]):
-            raise err
+            await step(d, [UNASSIGNED], land_only=True)
+        await step(d, names, **({"account": account} if take_from_account else {}))
+        await step(d, [UNASSIGNED], claims=warehouses)
     tie = tie_out([*warehouses, account], landing, config)
     await acreate_markdown_artifact(render_fleet(days, children, tie), key=FLEET_SUMMARY_KEY,
                                     description=f"Fleet reconciliation for {days[0]}..{days[-1]} "

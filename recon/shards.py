@@ -205,18 +205,16 @@ def index_account(con) -> None:
     row's locator, unique in its file, and the pod id), for the files landed in this
     transaction (every file, the first time). A named shard finds its pods' rows through it
     with a join, instead of reading the JSON of the account's whole history every day."""
+    from .ingest.land import LANDED_HERE, first_rowids
+
     con.execute(INDEX_DDL)
-    firsts = dict(con.execute(
-        "select tbl, first_rowid from _recon_first_rowids where txid = txid_current()").fetchall()
-        if con.execute("select count(*) from duckdb_tables() where temporary and table_name = "
-                       "'_recon_first_rowids'").fetchone()[0] else [])
+    firsts = first_rowids(con)
     if not firsts or not con.execute("select count(*) from meta.account_pod_rows").fetchone()[0]:
         con.execute("delete from meta.account_pod_rows")  # built from every row
         firsts = {}
     else:  # the files landed again (their old rows went) and any gone from the ledger
-        con.execute("delete from meta.account_pod_rows where source_file in (select source_file "
-                    "from _recon_landed_files where txid = txid_current()) or source_file not in "
-                    "(select source_file from raw.files)")
+        con.execute(f"delete from meta.account_pod_rows where source_file in ({LANDED_HERE}) "
+                    "or source_file not in (select source_file from raw.files)")
     for t, (where, pod) in POD_ROWS.items():
         con.execute(f"insert into meta.account_pod_rows select source_file, '{t}', locator, "
                     f"{pod} from raw.{t} where {where} and rowid >= {int(firsts.get(t, 0))}")
@@ -259,8 +257,9 @@ def _candidates(con, cfg, everything: bool) -> None:
     after the build by `check_candidates`). Read: the rows landed in this transaction (all of
     them with `everything`) and the Kubernetes rows being taken from the account. The ids new
     to the table are `_recon_cand_new`."""
-    firsts = {} if everything else dict(con.execute(
-        "select tbl, first_rowid from _recon_first_rowids where txid = txid_current()").fetchall())
+    from .ingest.land import first_rowids
+
+    firsts = {} if everything else first_rowids(con)
 
     def rows(table: str, cols: str) -> str:
         return (f"(select {cols} from raw.{table} where rowid >= {int(firsts.get(table, 0))} "
@@ -299,15 +298,17 @@ def take_account(con, cfg, shard: str, account: str | Path) -> dict:
     that incremental staging sees a file whose taken rows changed as replaced. Records that
     are not taken are counted, not lost: the account's warehouse holds every one, landed or
     quarantined. Returns the counts."""
+    from .ingest.land import note_landed
     from .ingest.raw_tables import TABLES
+    from .ingest.reader import folder_cluster
 
     path = Path(account)
     if not path.is_file():
         raise ValueError(f"account: {account} is no warehouse file (the {UNASSIGNED} shard's "
                          "warehouse, landed first: recon run --shard __unassigned__ --land-only)")
-    if con.execute("select count(*) from raw.files f where f.source_file not in "
-                   "(select source_file from meta.shard_imports) and f.source_file not like "
-                   "'%/cluster=%'").fetchone()[0]:
+    if any(folder_cluster(f) is None for f, in con.execute(
+            "select source_file from raw.files where source_file not in "
+            "(select source_file from meta.shard_imports)").fetchall()):
         raise ValueError(f"this warehouse of shard {shard!r} landed the account's provider files "
                          "itself; a shard that takes its rows from the account's warehouse "
                          "needs a warehouse of its own")
@@ -378,10 +379,7 @@ def take_account(con, cfg, shard: str, account: str | Path) -> dict:
                 "(select source_file from _recon_look)")
     con.execute(f"insert into meta.shard_account_files select source_file, sha256 from "
                 f"{ACCOUNT}.raw.files where source_file in (select source_file from _recon_look)")
-    if con.execute("select count(*) from duckdb_tables() where temporary and "
-                   "table_name = '_recon_landed_files'").fetchone()[0]:
-        con.execute("insert into _recon_landed_files select txid_current(), source_file "
-                    "from _recon_take_files")
+    note_landed(con, "select source_file from _recon_take_files")
     out = dict(zip(("files", "records"), con.execute(
         "select count(*), coalesce(sum(records), 0) from meta.shard_imports").fetchone()))
     out["changed"] = con.execute("select count(*) from _recon_take_files").fetchone()[0]
@@ -395,6 +393,15 @@ def take_account(con, cfg, shard: str, account: str | Path) -> dict:
         con.execute(f"drop table if exists {t}")
     con.execute(f"detach {ACCOUNT}")
     return out
+
+
+def describe_taken(t: dict) -> str:
+    """A routed shard's take (`take_account`'s counts) in one sentence, for the CLI and the
+    flows' logs."""
+    return (f"holds {t['records']} record(s) of {t['files']} file(s) taken from the account's "
+            f"warehouse {t['account']} ({t['account_records']} record(s) of "
+            f"{t['account_files']} file(s)); this run read {t['looked_at']} of the account's "
+            f"files, {t['changed']} new or changed")
 
 
 def check_candidates(con, shard: str) -> None:

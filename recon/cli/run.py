@@ -79,11 +79,9 @@ def run_cmd(input: str = typer.Option(..., "--input", help="Folder of input file
             _fail(f"no record of {input} loaded; see `recon quarantine --db {res.db}`", code=1)
         return
     if res.taken is not None:
-        t = res.taken
-        err.print(f"[dim]Took {t['records']} record(s) of {t['files']} file(s) from the "
-                  f"account's warehouse {_shown(t['account'])} ({t['account_records']} "
-                  f"record(s) of {t['account_files']} file(s)); {t['changed']} file(s) new or "
-                  f"changed since the last run.[/dim]")
+        from ..shards import describe_taken
+
+        err.print(f"[dim]{_shown('The shard ' + describe_taken(res.taken))}.[/dim]")
     print_summary(res)
     _print_awaiting(res)
     if res.loaded == 0:  # every record of the folder: a rerun counts what it landed before

@@ -271,6 +271,29 @@ def _note_first_rowids(con) -> None:
         f"select txid_current(), '{t}', {next_rowid(f'raw.{t}')}" for t in TABLES))
 
 
+# SQL: the files this transaction landed (`_note_first_rowids` makes the table)
+LANDED_HERE = "select source_file from _recon_landed_files where txid = txid_current()"
+
+
+def first_rowids(con) -> dict[str, int]:
+    """{raw table: the first rowid this transaction landed}; {} when it landed nothing through
+    `load_folder` (every row is then to be read)."""
+    if not con.execute("select count(*) from duckdb_tables() where temporary and "
+                       "table_name = '_recon_first_rowids'").fetchone()[0]:
+        return {}
+    return dict(con.execute("select tbl, first_rowid from _recon_first_rowids "
+                            "where txid = txid_current()").fetchall())
+
+
+def note_landed(con, files_sql: str) -> None:
+    """Rows added to raw.* in this transaction outside `load_folder` (a shard's rows taken from
+    the account's warehouse): their files count as landed here, so that staging finds their
+    rows past the first rowids, as for files `load_folder` landed. `files_sql` selects
+    `source_file`."""
+    con.execute(f"insert into _recon_landed_files select txid_current(), source_file "
+                f"from ({files_sql})")
+
+
 def _settling(mtime: int, settle_seconds: float, now_ns: int) -> bool:
     """Modified less than `settle_seconds` ago: still being written. A modification time in
     the future (a clock set wrong, a file copied from a host ahead of this one) says nothing

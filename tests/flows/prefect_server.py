@@ -46,6 +46,23 @@ def environments(home: Path, api: str, query_seconds: int) -> tuple[dict, dict]:
     return env, cli_env
 
 
+def prefect_cli(env: dict, *args: str, timeout: float = 120) -> str:
+    """`prefect <args>` from the repository with `env` (the CLI's environment); its stdout, or
+    the test fails showing both outputs."""
+    r = subprocess.run([*PREFECT, *args], check=False, env=env, cwd=REPO, capture_output=True,
+                       text=True, timeout=timeout)
+    assert r.returncode == 0, f"prefect {' '.join(args)}:\n{r.stdout}\n{r.stderr}"
+    return r.stdout
+
+
+def start_worker(env: dict, log_path: Path, pool: str = "recon-process") -> subprocess.Popen:
+    """`prefect worker start --pool <pool>` from the repository, in a process group of its own
+    (`stop` ends it and the flow runs it started), its output in `log_path`."""
+    with log_path.open("w") as log:
+        return subprocess.Popen([*PREFECT, "worker", "start", "--pool", pool], env=env, cwd=REPO,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
 def start_server(port: int, env: dict, cwd: Path, log_path: Path, poll: float = 0.5,
                  within: float = 120) -> subprocess.Popen:
     """`prefect server start` on 127.0.0.1:`port`, returned once /api/health answers 200."""

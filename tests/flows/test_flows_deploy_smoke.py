@@ -10,17 +10,18 @@ import json
 import re
 import subprocess
 import time
+from functools import partial
 
 import httpx
 import pytest
 
 from tests.fakes.fault_proxy import free_port
 from tests.flows.prefect_server import (
-    PREFECT,
-    REPO,
     TERMINAL,
     environments,
+    prefect_cli,
     start_server,
+    start_worker,
     stop,
     tail,
 )
@@ -42,11 +43,7 @@ def test_deploy_and_run_the_daily_deployment_with_a_process_worker(tmp_path):
     server_log, worker_log = tmp_path / "server.log", tmp_path / "worker.log"
     procs: list[subprocess.Popen] = []
 
-    def cli(*args: str, timeout: float = 120) -> str:
-        r = subprocess.run([*PREFECT, *args], check=False, env=cli_env, cwd=REPO,
-                           capture_output=True, text=True, timeout=timeout)
-        assert r.returncode == 0, f"prefect {' '.join(args)}:\n{r.stdout}\n{r.stderr}"
-        return r.stdout
+    cli = partial(prefect_cli, cli_env)
 
     try:
         procs.append(start_server(port, env, tmp_path, server_log, poll=1))
@@ -55,10 +52,7 @@ def test_deploy_and_run_the_daily_deployment_with_a_process_worker(tmp_path):
         out = cli("--no-prompt", "deploy", "--all", timeout=180)
         for name in ("daily-reconciliation", "collect", "backfill"):
             assert name in out, out
-        with worker_log.open("w") as log:
-            procs.append(subprocess.Popen(
-                [*PREFECT, "worker", "start", "--pool", "recon-process"], env=cli_env,
-                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        procs.append(start_worker(cli_env, worker_log))
         # settle 0: the test's files were just written (prefect.yaml's 600 s would leave them)
         exports = tmp_path / "exports"  # not prefect.yaml's data/exports in the worker's cwd
         params = json.dumps({"day": DAY, "landing_dir": str(landing), "db": str(db),

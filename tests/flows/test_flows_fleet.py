@@ -24,6 +24,7 @@ import subprocess
 import time
 from datetime import date, datetime
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -37,11 +38,11 @@ from recon.simulate.fleet import ACCOUNT_FILES, merged_config, place_cluster
 from tests.fakes.fault_proxy import free_port
 from tests.flows.duck import q
 from tests.flows.prefect_server import (
-    PREFECT,
-    REPO,
     TERMINAL,
     environments,
+    prefect_cli,
     start_server,
+    start_worker,
     stop,
     tail,
 )
@@ -167,11 +168,7 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
     server_log, worker_log = tmp_path / "server.log", tmp_path / "worker.log"
     procs: list[subprocess.Popen] = []
 
-    def cli(*args: str, timeout: float = 120) -> str:
-        r = subprocess.run([*PREFECT, *args], check=False, env=cli_env, cwd=REPO,
-                           capture_output=True, text=True, timeout=timeout)
-        assert r.returncode == 0, f"prefect {' '.join(args)}:\n{r.stdout}\n{r.stderr}"
-        return r.stdout
+    cli = partial(prefect_cli, cli_env)
 
     def start_parent(out: Path) -> str:
         """A run of the parent's deployment, as `prefect deployment run` creates it (REST: the
@@ -195,10 +192,7 @@ def test_fleet_runs_the_shards_at_once_then_unassigned_then_ties_out(tmp_path):
         mark("server healthy")
 
         cli("work-pool", "create", "recon-process", "--type", "process")
-        with worker_log.open("w") as log:  # it starts while the deployments are made
-            procs.append(subprocess.Popen(
-                [*PREFECT, "worker", "start", "--pool", "recon-process"], env=cli_env,
-                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        procs.append(start_worker(cli_env, worker_log))  # it starts while the deployments are made
         out = cli("--no-prompt", "deploy", "--name", "fleet-reconciliation", "--name", "shard",
                   timeout=180)
         assert "fleet-reconciliation/fleet-reconciliation" in out and \
